@@ -1,0 +1,1 @@
+"""Curation: checks that mark episodes (never delete), selection, and export formats."""

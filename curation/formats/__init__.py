@@ -1,0 +1,1 @@
+"""Training export formats: pure functions from contract records to output rows."""

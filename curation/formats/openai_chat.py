@@ -1,0 +1,112 @@
+"""OpenAI chat fine-tuning records: ``messages`` with ``tool_calls`` and ``tool`` results,
+plus ``tools`` with the task's exposed function schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from warehouse.contract import Episode, Step, TaskSpec
+
+SYSTEM_PROMPT = (
+    "You are a planner agent operating the user's phone through tools. Use the tools to do "
+    "what the user asks, ask the user when a request is ambiguous, and end with finish()."
+)
+
+
+def _call_id(step: Step) -> str:
+    return step.action.call_id or f"call_{step.index}"
+
+
+def _tool_call(step: Step) -> dict[str, Any]:
+    return {
+        "id": _call_id(step),
+        "type": "function",
+        "function": {"name": step.action.tool, "arguments": json.dumps(step.action.arguments, ensure_ascii=False)},
+    }
+
+
+def _tool_content(step: Step) -> str:
+    fb = step.feedback
+    if fb.ok:
+        body: dict[str, Any] = {"ok": True, "data": fb.result}
+    else:
+        body = {"ok": False, "error": fb.error.model_dump() if fb.error else {"code": "ERROR"}}
+    if fb.notices:
+        body["notices"] = fb.notices
+    return json.dumps(body, ensure_ascii=False, default=str)
+
+
+def _assistant(step: Step) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "tool_calls": [_tool_call(step)]}
+    if step.action.text:
+        msg["content"] = step.action.text
+    return msg
+
+
+def to_openai_chat(
+    task: TaskSpec, episode: Episode, steps: list[Step], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One chat fine-tuning record for an episode; ``tools`` are the exposed schemas."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": episode.instruction},
+    ]
+    for step in sorted(steps, key=lambda s: s.index):
+        if step.actor != "planner":
+            continue
+        if step.action.kind == "invalid":
+            messages.append({"role": "assistant", "content": step.action.raw or step.action.text or ""})
+            error = step.feedback.error.message if step.feedback.error else "invalid call"
+            messages.append({"role": "user", "content": f"[harness] {error}"})
+            continue
+        messages.append(_assistant(step))
+        if step.action.kind == "finish":
+            break
+        messages.append({"role": "tool", "tool_call_id": _call_id(step), "content": _tool_content(step)})
+    return {"messages": messages, "tools": tools, "metadata": {"episode_id": episode.episode_id, "task_id": task.task_id}}
+
+
+def check_record(record: dict[str, Any]) -> list[str]:
+    """Problems that would make ``record`` an invalid chat fine-tuning line (empty: valid)."""
+    problems: list[str] = []
+    messages = record.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages missing or empty"]
+    tools = record.get("tools")
+    if not isinstance(tools, list) or not tools:
+        problems.append("tools missing or empty")
+    else:
+        for t in tools:
+            fn = t.get("function", {}) if isinstance(t, dict) else {}
+            if t.get("type") != "function" or not fn.get("name") or not isinstance(fn.get("parameters"), dict):
+                problems.append(f"malformed tool schema: {t!r:.80}")
+    names = {t["function"]["name"] for t in tools or [] if isinstance(t, dict) and "function" in t}
+    open_calls: set[str] = set()
+    for i, msg in enumerate(messages):
+        role = msg.get("role")
+        if role not in {"system", "user", "assistant", "tool"}:
+            problems.append(f"message {i}: unknown role {role!r}")
+        if role == "assistant":
+            if not msg.get("tool_calls") and not isinstance(msg.get("content"), str):
+                problems.append(f"message {i}: assistant message without content or tool_calls")
+            for call in msg.get("tool_calls", []):
+                fn = call.get("function", {})
+                if fn.get("name") not in names:
+                    problems.append(f"message {i}: call to {fn.get('name')!r} not in tools")
+                try:
+                    json.loads(fn.get("arguments", ""))
+                except (TypeError, ValueError):
+                    problems.append(f"message {i}: arguments are not JSON")
+                open_calls.add(call.get("id"))
+        elif role == "tool":
+            if msg.get("tool_call_id") not in open_calls:
+                problems.append(f"message {i}: tool result for unknown call {msg.get('tool_call_id')!r}")
+            open_calls.discard(msg.get("tool_call_id"))
+            if not isinstance(msg.get("content"), str):
+                problems.append(f"message {i}: tool content is not a string")
+        elif not isinstance(msg.get("content"), str):
+            problems.append(f"message {i}: content is not a string")
+    if messages[-1].get("role") != "assistant":
+        problems.append("last message is not from the assistant")
+    return problems

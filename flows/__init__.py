@@ -1,0 +1,1 @@
+"""Prefect flows, deployments and the ``flywheel`` command line. Nothing imports this package."""

@@ -1,0 +1,177 @@
+"""The ``flywheel`` command line. Thin: parse, build settings, call a flow or a view."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+
+from warehouse.errors import FlywheelError
+
+app = typer.Typer(
+    name="flywheel",
+    help="A human-gated data flywheel for planner agents: plan, write tasks, collect, curate, review, export.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+out = Console()
+err = Console(stderr=True)
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Settings file (default: ./flywheel.toml if present).")
+]
+DataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data directory (default: ./flywheel-data or FLYWHEEL_DATA_DIR).")
+]
+StateUrlOpt = Annotated[
+    str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
+]
+
+
+def _settings(config: Path | None, data_dir: Path | None, state_url: str | None, **extra: Any):
+    from warehouse.settings import load_settings
+
+    return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
+
+
+@app.command()
+def run(
+    episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes in the round.")] = None,
+    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", min=1, help="Rollouts per task.")] = None,
+    families: Annotated[
+        str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Base seed of the task draws.")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Run a full round (plan, write tasks, collect, stage, curate), or resume an unfinished one."""
+    round_over: dict[str, Any] = {}
+    if episodes is not None:
+        round_over["episodes"] = episodes
+    if rollouts is not None:
+        round_over["rollouts"] = rollouts
+    if seed is not None:
+        round_over["seed"] = seed
+    if families:
+        round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
+    settings = _settings(config, data_dir, state_url, round=round_over or None)
+    from flows.prefect_env import configure_prefect
+
+    configure_prefect(settings.data_dir)
+    from flows.round import round_flow
+
+    summary = round_flow(settings, show_progress=progress and not as_json)
+    if as_json:
+        out.print_json(json.dumps(summary))
+        return
+    from flows.views import print_round_summary
+
+    print_round_summary(out, summary, settings)
+
+
+@app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Show the rounds: episodes, success, curation marks and reviews."""
+    from flows.views import print_status, status_rows
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    rows = status_rows(Store(settings.data_dir, settings.state_url))
+    if as_json:
+        out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
+    else:
+        print_status(out, rows, settings)
+
+
+@app.command()
+def review(
+    port: Annotated[int | None, typer.Option("--port", help="Port of the review app.")] = None,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Open the review app (Streamlit) to approve or reject episodes."""
+    from flows.review_cmd import launch_review_app
+
+    settings = _settings(config, data_dir, state_url)
+    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err))
+
+
+@app.command()
+def export(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the export into.")] = Path("exports"),
+    verified: Annotated[
+        bool, typer.Option("--verified", help="Also export verified episodes nobody has reviewed yet (a first look).")
+    ] = False,
+    round_ids: Annotated[
+        str | None, typer.Option("--round", help="Comma-separated round ids (default: every round).")
+    ] = None,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Export approved episodes as OpenAI chat fine-tuning JSONL with a manifest."""
+    from flows.export_cmd import export_openai_chat
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
+    result, manifest = export_openai_chat(
+        Store(settings.data_dir, settings.state_url), out_dir, include_verified=verified, round_ids=rounds
+    )
+    excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
+    out.print(f"Exported {result.rows} episodes to {result.data_path}")
+    out.print(f"Left out: {excluded}")
+    out.print(f"Manifest: {result.manifest_path}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user mistakes become one line on stderr and a non-zero exit."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="flywheel", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        hint = f" (see 'flywheel {exc.ctx.info_name} --help')" if exc.ctx and exc.ctx.parent else ""
+        err.print(f"error: {exc.format_message()}{hint}", markup=False, highlight=False)
+        sys.exit(2)
+    except click.ClickException as exc:
+        err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err.print("interrupted; rerun the same command to continue where it stopped", highlight=False)
+        sys.exit(130)
+    except FlywheelError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(1)
+    except Exception as exc:  # a bug, not a user mistake: still one line, traceback on request
+        if os.environ.get("FLYWHEEL_DEBUG"):
+            raise
+        err.print(
+            f"error: internal error: {type(exc).__name__}: {exc} (set FLYWHEEL_DEBUG=1 for the traceback)",
+            markup=False,
+            highlight=False,
+        )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

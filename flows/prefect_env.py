@@ -1,0 +1,34 @@
+"""Prefect configured for this project: its own home, quiet, no telemetry.
+
+Set before Prefect is imported (Prefect reads its settings at import time). A user's
+own PREFECT_* variables win: we only fill in what they did not set.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+
+def configure_prefect(data_dir: Path) -> None:
+    home = (data_dir / "prefect").resolve()
+    defaults = {
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_SERVER_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_LOG_PRINTS": "false",
+        "PREFECT_SERVER_UI_ENABLED": "false",
+        "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", module="prefect")
+    # Shutdown-time chatter (telemetry, task_run_recorder) is not for users' eyes.
+    for name in ("prefect", "prefect.server", "uvicorn", "httpx", "asyncio"):
+        logging.getLogger(name).setLevel(logging.ERROR)

@@ -1,0 +1,41 @@
+"""Launching the Streamlit review app as a child process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+import review_app
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+
+def streamlit_command(settings: Settings, port: int) -> list[str]:
+    app_path = Path(review_app.__file__).with_name("app.py")
+    args = [
+        sys.executable, "-m", "streamlit", "run", str(app_path),
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        "--global.showWarningOnDirectExecution", "false",
+        "--", "--data-dir", str(Path(settings.data_dir).resolve()),
+    ]
+    if settings.state_url:
+        args += ["--state-url", settings.state_url]
+    return args
+
+
+def launch_review_app(settings: Settings, port: int, console: Console) -> int:
+    """Run the review app until interrupted; return its exit code."""
+    Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
+    console.print(f"Review app: http://localhost:{port}  (Ctrl+C to stop)")
+    proc = subprocess.Popen(streamlit_command(settings, port), stdout=subprocess.DEVNULL)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=10)
+        return 0

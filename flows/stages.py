@@ -1,0 +1,176 @@
+"""The stages of a round as plain functions: read what is committed, call the core,
+write what is missing. The Prefect flow wraps these; tests can call them directly."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from curation.checks import DuplicateIndex, curate
+from generators.collect import run_episode
+from generators.phone.families import FAMILIES, get_family
+from generators.planner import Plan, plan_round, round_seed
+from generators.policies.scripted import ScriptedPolicy
+from generators.writers.template import TemplateWriter
+from warehouse import state
+from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
+from warehouse.query import iter_records
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+TASKS_KEY = "batch-0000"
+CURATE_KEY = "curate-v1"
+MAX_SEED_TRIES = 8
+
+
+def selected_families(settings: Settings) -> list[str]:
+    ids = settings.round.families or sorted(FAMILIES)
+    for fid in ids:
+        get_family(fid)  # a clear error for an unknown id
+    return ids
+
+
+def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round, bool]:
+    """The unfinished round to resume, or a new round with a fresh plan."""
+    with store.session() as s:
+        last = state.latest_round(session=s)
+        if last is not None and last.status != "complete":
+            return last, True
+        number = 1 if last is None else last.number + 1
+        r = settings.round
+        plan = plan_round(
+            episodes=r.episodes,
+            rollouts=r.rollouts,
+            families=selected_families(settings),
+            difficulty=r.difficulty,
+            seed=round_seed(r.seed, number),
+        )
+        plan_data = {**plan.to_dict(), "shard_size": r.shard_size}
+        return state.open_round(session=s, requested_episodes=r.episodes, seed=plan.seed, plan=plan_data), False
+
+
+def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
+    """The round's tasks: loaded if committed, else written (seeds a family rejects are
+    replaced by the next seed) and committed as one shard."""
+    if TASKS_KEY in store.done_keys(round_id, "tasks"):
+        return load_tasks(store, round_id)
+    plan = Plan.from_dict(plan_data)
+    writer = TemplateWriter()
+    tasks: list[TaskSpec] = []
+    tried = 0
+    rejections: dict[str, int] = {}
+    for slot in plan.slots:
+        family = get_family(slot.family)
+        for attempt in range(MAX_SEED_TRIES):
+            tried += 1
+            seed = slot.seed + attempt * 1_000_000_007
+            task = family.make_task(seed, slot.difficulty, writer)
+            reason = family.gate(task) if hasattr(family, "gate") else None
+            if reason is None:
+                tasks.append(task)
+                break
+            rejections[reason] = rejections.get(reason, 0) + 1
+        else:
+            raise RuntimeError(f"family {slot.family} rejected {MAX_SEED_TRIES} seeds in a row")
+    store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
+    with store.session() as s:
+        state.save_batch(
+            session=s,
+            batch=state.Batch(
+                id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=len(tasks), rejections=rejections
+            ),
+        )
+    return tasks
+
+
+def load_tasks(store: Store, round_id: str) -> list[TaskSpec]:
+    con = store.duck([round_id])
+    return list(iter_records(con, "tasks"))
+
+
+def shard_keys(plan_data: dict) -> list[str]:
+    """The collection units of a round; their size was fixed when the round was planned."""
+    shard_size = plan_data["shard_size"]
+    n = len(Plan.from_dict(plan_data).episode_slots())
+    return [f"s{i:05d}" for i in range((n + shard_size - 1) // shard_size)]
+
+
+def _shard_slots(plan_data: dict, key: str) -> list[tuple[int, int]]:
+    i = int(key[1:])
+    shard_size = plan_data["shard_size"]
+    return Plan.from_dict(plan_data).episode_slots()[i * shard_size : (i + 1) * shard_size]
+
+
+def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> int:
+    """Run the episodes of one shard and commit them (episodes, steps, outcomes) at once."""
+    with store.session() as s:
+        rnd = s.get(state.Round, round_id)
+    tasks = load_tasks(store, round_id)
+    policy = ScriptedPolicy(error_rates=settings.scripted.error_rates, seed=rnd.seed)
+    episodes: list[Episode] = []
+    steps: list[Step] = []
+    outcomes: list[Outcome] = []
+    for task_index, rollout in _shard_slots(rnd.plan, key):
+        rec = run_episode(
+            tasks[task_index], policy, rollout=rollout, round_id=round_id, batch_id=f"{round_id}-b0", created_at=started
+        )
+        episodes.append(rec.episode)
+        steps.extend(rec.steps)
+        outcomes.append(rec.outcome)
+    store.commit_unit(round_id, key, {"episodes": episodes, "steps": steps, "outcomes": outcomes})
+    return len(episodes)
+
+
+def curate_round(store: Store, round_id: str) -> int:
+    """Marks for every episode of the round; exact duplicates also against earlier rounds."""
+    if CURATE_KEY in store.done_keys(round_id, "marks"):
+        return 0
+    con = store.duck()
+    prior = con.execute(
+        "SELECT json_extract_string(detail, '$.key') AS k, episode_id FROM marks "
+        "WHERE \"check\" = 'exact_duplicate' AND passed AND round_id <> ?",
+        [round_id],
+    ).fetchall()
+    index = DuplicateIndex(first={k: e for k, e in prior})
+    marks = curate(_round_records(con, round_id), index)
+    store.commit_unit(round_id, CURATE_KEY, {"marks": marks})
+    return len(marks)
+
+
+def _round_records(con, round_id: str):
+    steps_by_ep: dict[str, list[Step]] = {}
+    for step in iter_records(con, "steps", "episode_id IN (SELECT episode_id FROM episodes WHERE round_id = ?)", [round_id]):
+        steps_by_ep.setdefault(step.episode_id, []).append(step)
+    outcomes = {
+        o.episode_id: o
+        for o in iter_records(con, "outcomes", "episode_id IN (SELECT episode_id FROM episodes WHERE round_id = ?)", [round_id])
+    }
+    for ep in iter_records(con, "episodes", "round_id = ?", [round_id]):
+        yield ep, steps_by_ep.get(ep.episode_id, []), outcomes[ep.episode_id]
+
+
+def finish_round(store: Store, round_id: str) -> None:
+    with store.session() as s:
+        state.finish_round(session=s, round_id=round_id)
+
+
+def round_counts(store: Store, round_id: str) -> dict[str, Any]:
+    con = store.duck([round_id])
+    episodes, successes = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE success) FROM outcomes o JOIN episodes e USING (episode_id)"
+    ).fetchone()
+    with store.session() as s:
+        batches = state.batches_of(session=s, round_id=round_id)
+    return {
+        "episodes": episodes,
+        "successes": successes,
+        "tasks_kept": sum(b.tasks_kept for b in batches),
+        "tasks_tried": sum(b.tasks_tried for b in batches),
+    }
+
+
+def marks_for(con, episode_ids: list[str] | None = None) -> dict[str, dict[str, CurationMark]]:
+    out: dict[str, dict[str, CurationMark]] = {}
+    for mark in iter_records(con, "marks"):
+        out.setdefault(mark.episode_id, {})[mark.check] = mark
+    return out

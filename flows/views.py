@@ -1,0 +1,95 @@
+"""What the command line prints: round summaries and status tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from warehouse import state
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+
+def status_rows(store: Store) -> list[dict[str, Any]]:
+    """One row per round: episodes, successes, marks and review decisions."""
+    with store.session() as s:
+        rounds = state.list_rounds(session=s)
+        decisions = state.latest_decisions(session=s)
+        batches = {r.id: state.batches_of(session=s, round_id=r.id) for r in rounds}
+    con = store.duck()
+    per_round = {
+        rid: (n, ok)
+        for rid, n, ok in con.execute(
+            "SELECT e.round_id, count(*), count(*) FILTER (WHERE o.success) "
+            "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY e.round_id"
+        ).fetchall()
+    }
+    dups = dict(
+        con.execute(
+            "SELECT round_id, count(*) FILTER (WHERE NOT passed) FROM marks "
+            "WHERE \"check\" = 'exact_duplicate' GROUP BY round_id"
+        ).fetchall()
+    )
+    curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    rows = []
+    for rnd in rounds:
+        n, ok = per_round.get(rnd.id, (0, 0))
+        votes = [d.decision for d in decisions.values() if d.round_id == rnd.id]
+        rows.append(
+            {
+                "round": rnd.id,
+                "status": rnd.status,
+                "created_at": rnd.created_at.isoformat() if rnd.created_at else None,
+                "requested": rnd.requested_episodes,
+                "episodes": n,
+                "successes": ok,
+                "success_rate": round(ok / n, 3) if n else None,
+                "tasks_kept": sum(b.tasks_kept for b in batches[rnd.id]),
+                "tasks_tried": sum(b.tasks_tried for b in batches[rnd.id]),
+                "curated": rnd.id in curated,
+                "duplicates": dups.get(rnd.id, 0),
+                "approved": votes.count("approve"),
+                "rejected": votes.count("reject"),
+                "needs_fix": votes.count("needs_fix"),
+            }
+        )
+    return rows
+
+
+def print_status(console: Console, rows: list[dict[str, Any]], settings: Settings) -> None:
+    if not rows:
+        console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
+        return
+    table = Table(title=f"Rounds in {settings.data_dir.resolve()}")
+    for col in ("round", "status", "episodes", "success", "tasks", "duplicates", "approved", "rejected", "needs fix"):
+        table.add_column(col, justify="left" if col in ("round", "status") else "right")
+    for r in rows:
+        rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
+        table.add_row(
+            r["round"],
+            r["status"],
+            f"{r['episodes']}/{r['requested']}",
+            rate,
+            f"{r['tasks_kept']}/{r['tasks_tried']}",
+            str(r["duplicates"]),
+            str(r["approved"]),
+            str(r["rejected"]),
+            str(r["needs_fix"]),
+        )
+    console.print(table)
+
+
+def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:
+    n, ok = summary["episodes"], summary["successes"]
+    verb = "Resumed and finished" if summary["resumed"] else "Finished"
+    console.print(f"[bold green]{verb} round {summary['round_id']}[/]: {n} episodes, {ok} verified successes, {n - ok} failures")
+    if summary["shards_skipped"]:
+        console.print(f"  {summary['shards_skipped']} shard(s) were already committed and were kept as they were")
+    if summary["orphans_removed"]:
+        console.print(f"  removed {summary['orphans_removed']} unrecorded file(s) left by an interrupted run")
+    console.print(f"  tasks kept by the gate: {summary['tasks_kept']} of {summary['tasks_tried']} written")
+    console.print(f"Data: {settings.data_dir.resolve()}")
+    console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
+                  "[bold]flywheel export --verified[/] for a first look")

@@ -1,0 +1,1 @@
+"""Task generation and collection: the simulated phone, task writers, policies, the collector."""

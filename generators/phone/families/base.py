@@ -1,0 +1,137 @@
+"""What every task family shares: task assembly, splits, simulation, mutants.
+
+A family subclass supplies ``sample_params`` (public and private parameters from a
+seeded generator), ``populate`` (the world's rows), ``solve`` (the reference
+actions) and ``requirements``. Everything else, including the id, split, budget and
+the expected state that is computed by running the reference, lives here.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Protocol
+
+from warehouse.contract import Action, Requirement, Split, TaskSpec
+from warehouse.ids import digest, task_id
+
+from generators.phone.apps import calendar, contacts, device
+from generators.phone.families.mutants import with_wrong_argument
+from generators.phone.tools import call_tool
+from generators.phone.world import World
+from generators.writers.template import TemplateWriter
+
+GENERATOR_VERSION = "0.1"
+MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
+
+
+class Writer(Protocol):
+    name: str
+
+    def word(self, family_id: str, template: str, public_params: dict[str, Any]) -> str: ...
+
+
+def split_for_template(family_id: str, template: str) -> Split:
+    """train / dev / test from a hash of the template, never from the seed."""
+    bucket = int(digest([family_id, template], 8), 16) % 10
+    return "train" if bucket < 6 else "dev" if bucket < 8 else "test"
+
+
+def call(tool: str, **arguments: Any) -> Action:
+    """A tool-call action."""
+    return Action(kind="tool_call", tool=tool, arguments=arguments)
+
+
+def finish(status: str = "completed", answer: Any = None, summary: str = "") -> Action:
+    """A finish action; ``answer`` is left out when None."""
+    args: dict[str, Any] = {"status": status, "summary": summary}
+    if answer is not None:
+        args["answer"] = answer
+    return Action(kind="finish", tool="finish", arguments=args)
+
+
+def step_budget(optimal: int) -> int:
+    """Room for a few detours, never more than the benchmark's cap."""
+    return max(optimal + 2, min(MAX_STEPS, optimal + 6))
+
+
+class Family:
+    """Base class of a task family. Subclasses set the class attributes and four hooks."""
+
+    id: str = ""
+    title: str = ""
+    capability: str = "tool_use"
+    tags: tuple[str, ...] = ()  # finer capability tags; the scripted policy's error rates key on them
+    templates: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    max_difficulty: int = 3
+    knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
+
+    # -- hooks --------------------------------------------------------------
+    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+        """(public, private) parameters for a variant."""
+        raise NotImplementedError
+
+    def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
+        """Add the task's rows (targets, decoys, noise) to a world with apps installed."""
+        raise NotImplementedError
+
+    def solve(self, task: TaskSpec) -> list[Action]:
+        """The reference actions, ending with finish."""
+        raise NotImplementedError
+
+    def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
+        """The checks, given the row changes the reference makes."""
+        raise NotImplementedError
+
+    def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
+        """Private facts read off the built world (e.g. an expected count). Default none."""
+        return {}
+
+    # -- the public interface ------------------------------------------------
+    def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None) -> TaskSpec:
+        """A complete, verifiable task from a seed; template and params depend on the seed only."""
+        writer = writer or TemplateWriter()
+        difficulty = max(1, min(self.max_difficulty, int(difficulty)))
+        rng = random.Random(digest([self.id, "params", seed]))
+        template = self.templates[rng.randrange(len(self.templates))]
+        public, private = self.sample_params(rng, template.split(".")[0], difficulty)
+        task = TaskSpec(
+            task_id=task_id(self.id, template, seed), family=self.id, template=template, seed=seed,
+            difficulty=difficulty, public_params=public, private_params=private,
+            instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
+            capabilities=[self.capability, *self.tags], split=split_for_template(self.id, template),
+            generator_version=GENERATOR_VERSION,
+        )
+        task.private_params.update(self.facts(task, self.build_world(task)))
+        reference = self.solve(task)
+        _, changes = self.simulate(task, reference)
+        task.requirements = self.requirements(task, changes)
+        task.optimal_steps = len(reference)
+        task.step_budget = step_budget(len(reference))
+        return task
+
+    def build_world(self, task: TaskSpec) -> World:
+        """The initial world, deterministic from the task's seed, difficulty and params."""
+        world = World(seed=int(digest([self.id, "world", task.seed, task.difficulty], 12), 16))
+        device.install(world, task.private_params.get("device_settings"))
+        contacts.install(world)
+        calendar.install(world)
+        self.populate(world, random.Random(world.seed), task)
+        return world
+
+    def reference_actions(self, task: TaskSpec) -> list[Action]:
+        """The reference solution, ending with finish."""
+        return self.solve(task)
+
+    def simulate(self, task: TaskSpec, actions: list[Action]) -> tuple[World, list[dict[str, Any]]]:
+        """Run the tool calls of ``actions`` on a fresh world: (final world, row changes)."""
+        world = self.build_world(task)
+        before = world.snapshot()
+        for a in actions:
+            if a.kind == "tool_call":
+                call_tool(world, a.tool, a.arguments, allowed=task.tools)
+        return world, world.diff(before)
+
+    def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
+        """The reference with one realistic wrong argument in its first write (or in finish's answer)."""
+        return with_wrong_argument(task, actions, rng)

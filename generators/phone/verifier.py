@@ -1,0 +1,215 @@
+"""The verifier: deterministic requirement checks, episode scores, step labels.
+
+Separate from the apps on purpose: it reads only snapshots, the call list and the
+finish arguments, so a check can never be satisfied by a tool's own say-so.
+
+A call record is ``{"index": int, "tool": str, "arguments": dict, "ok": bool}``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
+from warehouse.ids import canonical_json
+
+from generators.phone.timeparse import parse_time
+from generators.phone.tools import PhoneError, tool_kind
+from generators.phone.world import Snapshot, World
+
+Calls = list[dict[str, Any]]
+
+
+def normalise(value: Any, field: str = "") -> Any:
+    """A value as people mean it: case and spacing ignored; phone numbers as digits."""
+    if isinstance(value, str):
+        s = " ".join(value.strip().casefold().split())
+        if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
+            return re.sub(r"\D", "", s)
+        return s
+    if isinstance(value, list):
+        return [normalise(v, field) for v in value]
+    return value
+
+
+def _same(expected: Any, actual: Any, match: str, field: str = "") -> bool:
+    if match == "exact":
+        return expected == actual
+    return normalise(expected, field) == normalise(actual, field)
+
+
+def _fields_match(expected: dict[str, Any], row: dict[str, Any] | None, match: str) -> bool:
+    return row is not None and all(_same(v, row.get(k), match, k) for k, v in expected.items())
+
+
+def _args_match(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    return all(_same(v, actual.get(k), "normalised", k) for k, v in expected.items())
+
+
+def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
+    table, match = p["table"], p.get("match", "normalised")
+    mine = [c for c in changes if c["table"] == table]
+    problems = []
+    free = [c for c in mine if c["op"] == "added"]
+    for want in p.get("added", []):  # each expected row needs its own added row
+        hit = next((c for c in free if _fields_match(want, c["after"], match)), None)
+        if hit is None:
+            problems.append(f"no added row matches {want}")
+        else:
+            free.remove(hit)
+    for want in p.get("updated", []):
+        hit = next((c for c in mine if c["op"] == "updated" and c["key"] == want["key"]), None)
+        if hit is None or not _fields_match(want["fields"], hit["after"], match):
+            problems.append(f"{want['key']} not updated to {want['fields']}")
+    removed = {c["key"] for c in mine if c["op"] == "removed"}
+    problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
+    return not problems, "; ".join(problems)
+
+
+def _allowed(rule: dict[str, Any], change: dict[str, Any]) -> bool:
+    return (rule["table"] == change["table"] and ("keys" not in rule or change["key"] in rule["keys"])
+            and change["op"] in rule.get("ops", ("added", "updated", "removed")))
+
+
+def _check_allowed_changes(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
+    rules = p.get("allow", [])
+    extra = [c for c in changes if not any(_allowed(r, c) for r in rules)]
+    for r in rules:  # a rule may cap how many rows it lets through (e.g. one added contact)
+        if "max" in r and sum(_allowed(r, c) for c in changes) > r["max"]:
+            extra.append({"table": r["table"], "key": f"more than {r['max']}", "op": "changes"})
+    detail = ", ".join(f"{c['op']} {c['table']}/{c['key']}" for c in extra)
+    return not extra, f"collateral changes: {detail}" if extra else ""
+
+
+def _typed(value: Any, kind: str) -> Any:
+    if kind == "int":
+        try:
+            return int(float(str(value).strip()))
+        except (ValueError, OverflowError):
+            return None
+    if kind == "time" and isinstance(value, str):
+        try:
+            return parse_time(value)
+        except PhoneError:
+            return None
+    if kind == "list" and isinstance(value, list):
+        return sorted(str(normalise(v)) for v in value)
+    return normalise(value)
+
+
+def _check_answer(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: Any) -> tuple[bool, str]:
+    if finish_args is None or "answer" not in finish_args:
+        return False, "no answer given"
+    kind = p.get("type", "str")
+    got, want = _typed(finish_args["answer"], kind), _typed(p["expected"], kind)
+    return got == want, "" if got == want else f"answer {finish_args['answer']!r} != {p['expected']!r}"
+
+
+def _forbidden_hits(p: dict[str, Any], calls: Calls) -> list[dict[str, Any]]:
+    return [c for c in calls if c["tool"] == p["tool"] and (c["ok"] or p.get("include_failed"))
+            and _args_match(p.get("arguments", {}), c["arguments"])]
+
+
+def _check_forbidden(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
+    hits = _forbidden_hits(p, calls)
+    return not hits, f"forbidden call at step {hits[0]['index']}" if hits else ""
+
+
+def _check_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
+    want, i = p["sequence"], 0
+    for c in calls:
+        if i < len(want) and c["ok"] and c["tool"] == want[i]["tool"] and _args_match(want[i].get("arguments", {}),
+                                                                                      c["arguments"]):
+            i += 1
+    return i == len(want), "" if i == len(want) else f"call {i + 1} of the required order never came: {want[i]}"
+
+
+def _check_finish_status(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: Any) -> tuple[bool, str]:
+    got = (finish_args or {}).get("status")
+    return got == p["status"], "" if got == p["status"] else f"finish status {got!r} != {p['status']!r}"
+
+
+CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
+    "state_diff": _check_state_diff,
+    "allowed_changes": _check_allowed_changes,
+    "answer": _check_answer,
+    "forbidden": _check_forbidden,
+    "order": _check_order,
+    "finish_status": _check_finish_status,
+}
+
+
+def check_requirement(req: Requirement, changes: list[dict[str, Any]], calls: Calls,
+                      finish_args: dict[str, Any] | None) -> RequirementResult:
+    """One requirement's result. An unknown kind fails loudly in the detail, never silently passes."""
+    check = CHECKS.get(req.kind)
+    passed, detail = (False, f"unknown requirement kind {req.kind!r}") if check is None else check(
+        req.params, changes=changes, calls=calls, finish_args=finish_args)
+    return RequirementResult(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
+                             dimension=req.dimension, detail=detail)
+
+
+def minefields_hit(task: TaskSpec, calls: Calls) -> list[str]:
+    """Ids of the forbidden requirements some call has hit."""
+    return [r.id for r in task.requirements if r.kind == "forbidden" and _forbidden_hits(r.params, calls)]
+
+
+def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
+             finish_args: dict[str, Any] | None) -> tuple[list[RequirementResult], bool, float, list[str]]:
+    """Score an episode: (results, success, progress, minefields).
+
+    success = every hard requirement passes and no minefield is hit; progress = the
+    weighted fraction of requirements passed.
+    """
+    changes = final_world.diff(initial_snapshot)
+    results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
+    mines = minefields_hit(task, calls)
+    success = all(r.passed for r in results if r.hard) and not mines
+    total = sum(r.weight for r in results)
+    progress = sum(r.weight for r in results if r.passed) / total if total else float(success)
+    return results, success, round(progress, 6), mines
+
+
+INVALID_CODES = {"UNKNOWN_TOOL", "INVALID_ARGUMENT", "INVALID_ACTION"}
+
+
+class StepVerifier:
+    """Per-step verification: milestones reached, minefields hit, running progress, label."""
+
+    def __init__(self, task: TaskSpec, initial_snapshot: Snapshot, initial_world: World):
+        self.task, self.initial = task, initial_snapshot
+        results, _, self.progress, _ = evaluate(task, initial_snapshot, initial_world, [], None)
+        self.passing = {r.id for r in results if r.passed}
+        self.mines: set[str] = set()
+        self.seen_calls: set[str] = set()
+
+    def observe(self, world: World, calls: Calls, action: Action, feedback: Feedback,
+                finish_args: dict[str, Any] | None = None) -> Verification:
+        """Verify the step just taken; ``calls`` already includes it."""
+        results, _, progress, mines = evaluate(self.task, self.initial, world, calls, finish_args)
+        passing = {r.id for r in results if r.passed}
+        noop = {r.id for r in self.task.requirements if r.noop_passes}
+        new_milestones = sorted(passing - self.passing - noop)
+        new_mines = sorted(set(mines) - self.mines)
+        lost = {r.id for r in self.task.requirements if r.hard} & (self.passing - passing)
+        label = self._label(action, feedback, new_milestones, bool(new_mines or lost))
+        self.passing, self.progress, self.mines = passing, progress, self.mines | set(mines)
+        return Verification(milestones=new_milestones, minefields=new_mines, progress=progress, label=label)
+
+    def _label(self, action: Action, feedback: Feedback, milestones: list[str], harmful: bool) -> str:
+        if action.kind == "invalid" or (feedback.error is not None and feedback.error.code in INVALID_CODES):
+            return "invalid_call"
+        if harmful:
+            return "harmful"
+        if not feedback.ok:
+            return "recoverable_error"
+        if action.kind != "tool_call":
+            return "ok"
+        key = canonical_json([action.tool, action.arguments])
+        repeated = key in self.seen_calls
+        self.seen_calls.add(key)
+        if not milestones and not feedback.state_delta and (repeated or tool_kind(action.tool) == "write"):
+            return "redundant"  # a repeated call or a write that changed nothing
+        return "ok"

@@ -1,0 +1,153 @@
+"""The world of one episode: a virtual clock, a seeded generator, app tables, a log.
+
+Pure and cheap: no I/O, no globals, so many worlds can live in one process. Tables
+are plain dicts of rows keyed by a string primary key; the state hash and the diff
+ignore each table's incidental fields (read flags, timestamps) so that looking at a
+row never counts as changing it.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from warehouse.ids import canonical_json, digest
+
+DEFAULT_START = datetime(2026, 3, 2, 9, 0)  # a Monday morning
+DEFAULT_TICK = timedelta(seconds=30)  # virtual time one tool call takes
+
+Row = dict[str, Any]
+Snapshot = dict[str, dict[str, Row]]
+
+
+@dataclass
+class Table:
+    """One app table: a primary key, incidental fields, rows keyed by the key's value."""
+
+    name: str
+    key: str
+    incidental: tuple[str, ...] = ()
+    rows: dict[str, Row] = field(default_factory=dict)
+
+    def insert(self, row: Row) -> Row:
+        """Add a row (a copy); its key field must be a string not yet present."""
+        key = row[self.key]
+        if not isinstance(key, str):
+            raise TypeError(f"{self.name}.{self.key} must be a string, got {key!r}")
+        if key in self.rows:
+            raise KeyError(f"{self.name}: duplicate key {key!r}")
+        self.rows[key] = dict(row)
+        return self.rows[key]
+
+    def get(self, key: str) -> Row | None:
+        """The row with this key, or None."""
+        return self.rows.get(key)
+
+    def essential(self, row: Row) -> Row:
+        """The row without its incidental fields: what the hash and diff look at."""
+        return {k: v for k, v in row.items() if k not in self.incidental}
+
+
+class World:
+    """Everything one episode can touch. Build it with a seed, then add tables."""
+
+    def __init__(self, seed: int, start: datetime = DEFAULT_START, tick: timedelta = DEFAULT_TICK):
+        self.seed = seed
+        self.now = start
+        self.tick = tick
+        self.rng = random.Random(seed)
+        self.tables: dict[str, Table] = {}
+        self.events: list[dict[str, Any]] = []  # append-only log, never hashed
+        self.counters: dict[str, int] = {}
+
+    # -- tables -------------------------------------------------------------
+    def add_table(self, name: str, key: str, incidental: tuple[str, ...] = ()) -> Table:
+        """Declare a table; declaring the same table twice returns the existing one."""
+        if name not in self.tables:
+            self.tables[name] = Table(name=name, key=key, incidental=tuple(incidental))
+        return self.tables[name]
+
+    def table(self, name: str) -> Table:
+        """The table by name (KeyError if the app was not installed in this world)."""
+        return self.tables[name]
+
+    def next_id(self, prefix: str) -> str:
+        """A fresh deterministic id such as ``c-0042`` for rows created by tools."""
+        self.counters[prefix] = self.counters.get(prefix, 0) + 1
+        return f"{prefix}-{self.counters[prefix]:04d}"
+
+    # -- clock and log ------------------------------------------------------
+    def advance(self, steps: int = 1) -> datetime:
+        """Move the virtual clock forward by ``steps`` ticks and return the new time."""
+        self.now = self.now + self.tick * steps
+        return self.now
+
+    def log(self, kind: str, **data: Any) -> None:
+        """Append an event to the log, stamped with the virtual time."""
+        self.events.append({"at": self.now.isoformat(), "kind": kind, **data})
+
+    # -- state --------------------------------------------------------------
+    def state_hash(self) -> str:
+        """Canonical digest of all tables, rows sorted by key, incidental fields out."""
+        state = {
+            name: [t.essential(t.rows[k]) for k in sorted(t.rows)]
+            for name, t in sorted(self.tables.items())
+        }
+        return digest(state)
+
+    def snapshot(self) -> Snapshot:
+        """A plain deep copy of all rows: ``{table: {key: row}}``."""
+        return {name: _copy.deepcopy(t.rows) for name, t in self.tables.items()}
+
+    def incidental_fields(self) -> dict[str, tuple[str, ...]]:
+        """Per table, the fields a diff should ignore."""
+        return {name: t.incidental for name, t in self.tables.items()}
+
+    def diff(self, before: Snapshot, after: Snapshot | None = None) -> list[dict[str, Any]]:
+        """Row changes from ``before`` to ``after`` (default: now), by key."""
+        return diff_snapshots(before, self.snapshot() if after is None else after, self.incidental_fields())
+
+    def copy(self) -> World:
+        """An independent copy (rows, clock, generator state, counters, log)."""
+        other = World.__new__(World)
+        other.seed, other.now, other.tick = self.seed, self.now, self.tick
+        other.rng = random.Random()
+        other.rng.setstate(self.rng.getstate())
+        other.tables = {
+            n: Table(t.name, t.key, t.incidental, _copy.deepcopy(t.rows)) for n, t in self.tables.items()
+        }
+        other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
+        other.counters = dict(self.counters)
+        return other
+
+
+def diff_snapshots(
+    before: Snapshot, after: Snapshot, incidental: dict[str, tuple[str, ...]] | None = None
+) -> list[dict[str, Any]]:
+    """Diff two snapshots by key: ``[{"table","key","op","before","after"}]``, sorted.
+
+    ``op`` is added, updated or removed; a row whose only changes are in incidental
+    fields is not reported.
+    """
+    incidental = incidental or {}
+    changes: list[dict[str, Any]] = []
+    for name in sorted(set(before) | set(after)):
+        skip = set(incidental.get(name, ()))
+        old, new = before.get(name, {}), after.get(name, {})
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key), new.get(key)
+            if a is None:
+                changes.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
+            elif b is None:
+                changes.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
+            elif _strip(a, skip) != _strip(b, skip):
+                changes.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+    return changes
+
+
+def _strip(row: Row, skip: set[str]) -> str:
+    # compare canonical text so that key order never fakes a change
+    return canonical_json({k: v for k, v in row.items() if k not in skip})

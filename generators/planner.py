@@ -1,0 +1,99 @@
+"""The planner of a batch: which tasks, how many rollouts each. Pure, no I/O.
+
+With no feedback the mix is even across the chosen families. The plan is stored
+with its round, so a resumed round runs exactly the plan it started with.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class TaskSlot:
+    """One task to write: a family, a difficulty and a seed."""
+
+    family: str
+    difficulty: int
+    seed: int
+    rollouts: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    episodes: int
+    rollouts: int
+    seed: int
+    slots: list[TaskSlot] = field(default_factory=list)
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Plan:
+        slots = [TaskSlot(**s) for s in data.get("slots", [])]
+        return cls(
+            episodes=data["episodes"],
+            rollouts=data["rollouts"],
+            seed=data["seed"],
+            slots=slots,
+            weights=dict(data.get("weights", {})),
+        )
+
+    def episode_slots(self) -> list[tuple[int, int]]:
+        """(task index, rollout index) for every episode, in a fixed order."""
+        return [(i, r) for i, slot in enumerate(self.slots) for r in range(slot.rollouts)]
+
+
+def round_seed(base_seed: int, round_number: int) -> int:
+    """Each round draws fresh seeds, reproducibly, from the base seed."""
+    return base_seed * 1_000_003 + round_number * 100_003
+
+
+def plan_round(
+    *,
+    episodes: int,
+    rollouts: int,
+    families: list[str],
+    difficulty: int,
+    seed: int,
+    weights: dict[str, float] | None = None,
+) -> Plan:
+    """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
+    ``rollouts`` per task; the last task of the plan takes the remainder."""
+    if not families:
+        raise ValueError("a plan needs at least one family")
+    w = {f: float((weights or {}).get(f, 1.0)) for f in families}
+    total = sum(w.values()) or 1.0
+    n_tasks = math.ceil(episodes / rollouts)
+    counts = _largest_remainder({f: n_tasks * w[f] / total for f in families}, n_tasks)
+    order = _interleave(counts)
+    slots: list[TaskSlot] = []
+    left = episodes
+    for i, fam in enumerate(order):
+        k = min(rollouts, left)
+        slots.append(TaskSlot(family=fam, difficulty=difficulty, seed=seed + i, rollouts=k))
+        left -= k
+    return Plan(episodes=episodes, rollouts=rollouts, seed=seed, slots=slots, weights={f: w[f] / total for f in w})
+
+
+def _largest_remainder(quotas: dict[str, float], n: int) -> dict[str, int]:
+    counts = {k: int(math.floor(v)) for k, v in quotas.items()}
+    rest = n - sum(counts.values())
+    for k in sorted(quotas, key=lambda k: quotas[k] - counts[k], reverse=True)[:rest]:
+        counts[k] += 1
+    return counts
+
+
+def _interleave(counts: dict[str, int]) -> list[str]:
+    """Round-robin over families so any prefix of the plan is already mixed."""
+    left = dict(counts)
+    out: list[str] = []
+    while any(left.values()):
+        for fam in sorted(left):
+            if left[fam] > 0:
+                out.append(fam)
+                left[fam] -= 1
+    return out

@@ -1,0 +1,1 @@
+"""The Streamlit review app and (later) the Label Studio sync. Only flows/ imports this."""

@@ -1,0 +1,124 @@
+"""Shared fixtures: state backends (SQLite and the machine's PostgreSQL), a real Prefect
+server for command-line tests, and a helper to run the ``flywheel`` command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+POSTGRES_ADMIN = os.environ.get("FLYWHEEL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pg_admin_conn():
+    import psycopg
+
+    return psycopg.connect(POSTGRES_ADMIN.replace("+psycopg", ""), autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for this test session, dropped afterwards."""
+    name = f"flywheel_test_{uuid.uuid4().hex[:10]}"
+    with _pg_admin_conn() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    with _pg_admin_conn() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_postgres_url() -> Iterator[str]:
+    """A database of its own for one test (for tests that count rows from zero)."""
+    name = f"flywheel_t_{uuid.uuid4().hex[:10]}"
+    with _pg_admin_conn() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    with _pg_admin_conn() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def state_url(request, tmp_path) -> str | None:
+    """Each state-database test runs on SQLite (the default) and on PostgreSQL."""
+    if request.param == "sqlite":
+        return None
+    return request.getfixturevalue("fresh_postgres_url")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory) -> Iterator[str]:
+    """A real Prefect server for the session; command-line tests run their flows on it."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    log = (home / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"Prefect server did not start; see {home / 'server.log'}")
+        time.sleep(0.5)  # polling for the server to answer, not waiting for luck
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def cli_env(prefect_url: str | None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLYWHEEL_")}
+    if prefect_url:
+        env["PREFECT_API_URL"] = prefect_url
+    env.update(extra)
+    return env
+
+
+def flywheel_executable() -> str:
+    """The console script installed beside this interpreter (as ``pip install`` made it)."""
+    script = Path(sys.executable).with_name("flywheel")
+    if not script.exists():
+        raise RuntimeError(f"flywheel is not installed in {script.parent}; run: pip install -e '.[dev]'")
+    return str(script)
+
+
+def flywheel(*args: str, env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the installed ``flywheel`` command line as a user would."""
+    return subprocess.run(
+        [flywheel_executable(), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )

@@ -1,0 +1,1 @@
+"""The contract (pure models) and storage (Parquet shards, DuckDB, the state database)."""

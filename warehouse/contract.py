@@ -1,0 +1,206 @@
+"""The contract: action -> feedback -> verification.
+
+One set of records shared by every stage. Pure pydantic models, no I/O.
+Ids are derived from content (see :mod:`warehouse.ids`), so every stage can be
+repeated without creating duplicates.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+Split = Literal["train", "dev", "test", "challenge"]
+Actor = Literal["planner", "subagent", "user", "harness"]
+ActionKind = Literal["tool_call", "ask_user", "finish", "invalid"]
+FinishStatus = Literal["completed", "needs_user", "infeasible", "partial"]
+StepLabel = Literal["ok", "redundant", "recoverable_error", "harmful", "invalid_call"]
+Decision = Literal["approve", "reject", "needs_fix"]
+Termination = Literal[
+    "finished",  # the agent called finish
+    "budget_exhausted",  # step budget used up
+    "invalid_replies",  # too many unusable model replies in a row
+    "endpoint_error",  # the model endpoint failed for good
+    "harness_error",  # the environment itself failed
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Requirement(_Record):
+    """One checkable requirement of a task (see PHONESIM.md, Verifier)."""
+
+    id: str
+    kind: str  # state_diff, allowed_changes, untouched, answer, order, forbidden, ...
+    description: str
+    weight: float = 1.0
+    dimension: str = "tool_use"  # tool_use, memory, skills, subagents
+    hard: bool = True
+    noop_passes: bool = False  # what doing nothing yields for this requirement
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskSpec(_Record):
+    """A verifiable task: everything needed to rebuild its world and check it."""
+
+    task_id: str
+    family: str
+    template: str
+    seed: int
+    difficulty: int = 1
+    public_params: dict[str, Any] = Field(default_factory=dict)
+    private_params: dict[str, Any] = Field(default_factory=dict)
+    instruction: str
+    writer: str = "template"
+    tools: list[str] = Field(default_factory=list)
+    skills: list[str] = Field(default_factory=list)
+    faults: list[dict[str, Any]] = Field(default_factory=list)
+    requirements: list[Requirement] = Field(default_factory=list)
+    optimal_steps: int = 1
+    step_budget: int = 15
+    capabilities: list[str] = Field(default_factory=list)
+    split: Split = "train"
+    generator_version: str = "0"
+    schema_version: str = SCHEMA_VERSION
+
+
+class ToolError(_Record):
+    code: str
+    message: str
+    retryable: bool = False
+    hint: str = ""
+
+
+class Action(_Record):
+    """What the actor did: a tool call, a question to the user, or finish."""
+
+    kind: ActionKind
+    tool: str = ""  # tool name for tool_call; "ask_user" / "finish" otherwise
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str = ""
+    text: str = ""  # reasoning or message text the actor gave with the action
+    raw: str = ""  # raw reply text when the action could not be parsed
+
+
+class Feedback(_Record):
+    ok: bool
+    error: ToolError | None = None
+    result: Any = None
+    state_delta: list[dict[str, Any]] = Field(default_factory=list)
+    state_hash: str = ""
+    notices: list[str] = Field(default_factory=list)
+
+
+class Verification(_Record):
+    milestones: list[str] = Field(default_factory=list)
+    minefields: list[str] = Field(default_factory=list)
+    progress: float = 0.0
+    label: StepLabel = "ok"
+
+
+class Cost(_Record):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class Step(_Record):
+    episode_id: str
+    index: int
+    actor: Actor = "planner"
+    action: Action
+    feedback: Feedback
+    verification: Verification = Field(default_factory=Verification)
+    cost: Cost = Field(default_factory=Cost)
+
+
+class Episode(_Record):
+    """One rollout of a task by a policy."""
+
+    episode_id: str
+    task_id: str
+    family: str
+    template: str
+    split: Split = "train"
+    instruction: str
+    policy: str
+    model: str = ""
+    rollout: int = 0
+    round_id: str
+    batch_id: str
+    source: Literal["collected", "external"] = "collected"
+    generator_version: str = "0"
+    env_version: str = "0"
+    policy_version: str = "0"
+    created_at: datetime
+    schema_version: str = SCHEMA_VERSION
+
+
+class RequirementResult(_Record):
+    id: str
+    passed: bool
+    hard: bool = True
+    weight: float = 1.0
+    dimension: str = "tool_use"
+    detail: str = ""
+
+
+class FailureAttribution(_Record):
+    side: Literal["model", "harness"] = "model"
+    type: str  # wrong_argument, skipped_step, early_finish, loop, minefield, ...
+    step: int | None = None
+
+
+class Outcome(_Record):
+    episode_id: str
+    termination: Termination
+    finish_status: str = ""
+    final_answer: Any = None
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    success: bool
+    progress: float
+    requirement_results: list[RequirementResult] = Field(default_factory=list)
+    minefields_hit: list[str] = Field(default_factory=list)
+    final_state_hash: str = ""
+    steps: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    efficiency: float = 0.0  # optimal steps / steps taken, capped at 1
+    failure: FailureAttribution | None = None
+
+
+class CurationMark(_Record):
+    """A mark set by one curation step. Curation marks, it never deletes."""
+
+    episode_id: str
+    round_id: str
+    check: str  # the step that made it: schema, verified, exact_duplicate, ...
+    mark: str  # e.g. verified / not_verified / duplicate_of
+    passed: bool
+    reason: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReviewDecision(_Record):
+    episode_id: str
+    reviewer: str
+    decision: Decision
+    reason: str = ""
+    first_wrong_step: int | None = None
+    decided_at: datetime
+
+
+class EpisodeRecord(_Record):
+    """An episode with its steps and outcome: the unit a collector produces."""
+
+    episode: Episode
+    steps: list[Step]
+    outcome: Outcome

@@ -1,0 +1,25 @@
+"""A small exception hierarchy. The command line turns these into one-line errors."""
+
+
+class FlywheelError(Exception):
+    """Base of every error a user can cause or fix."""
+
+
+class ConfigError(FlywheelError):
+    """A setting, a config file or an option is wrong."""
+
+
+class StateError(FlywheelError):
+    """The state database cannot be reached or used."""
+
+
+class StorageError(FlywheelError):
+    """The data directory or a shard cannot be used."""
+
+
+class InputError(FlywheelError):
+    """A file or value given by the user is malformed."""
+
+
+class EndpointError(FlywheelError):
+    """A model endpoint is unreachable or refuses us."""

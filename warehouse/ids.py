@@ -1,0 +1,28 @@
+"""Ids derived from content, so every stage is idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the same value, the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def digest(value: Any, length: int = 16) -> str:
+    """A short hex digest of a value's canonical JSON."""
+    text = value if isinstance(value, str) else canonical_json(value)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=32).hexdigest()[:length]
+
+
+def task_id(family: str, template: str, seed: int) -> str:
+    """Task id from family, template and seed."""
+    return f"t-{family.lower()}-{digest([family, template, seed], 12)}"
+
+
+def episode_id(task: str, policy: str, rollout: int) -> str:
+    """Episode id from task id, policy and rollout index."""
+    return f"e-{digest([task, policy, rollout], 16)}"

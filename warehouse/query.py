@@ -1,0 +1,48 @@
+"""DuckDB in-process views over the recorded shards.
+
+Each connection is in-memory: no process holds a DuckDB file lock, so a reviewer's
+browser session and a running flow never trip on each other. Only shards recorded
+in the state database are read; orphans and temporary files are invisible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.schemas import TABLES, TableSpec, from_row
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def connect(data_dir: Path, paths_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per warehouse table."""
+    con = duckdb.connect(":memory:")
+    for name, spec in TABLES.items():
+        paths = [str(data_dir / p) for p in paths_by_table.get(name, [])]
+        if paths:
+            files = "[" + ", ".join(_sql_str(p) for p in paths) + "]"
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files}, union_by_name=true)")
+        else:
+            empty = pa.Table.from_pylist([], schema=spec.schema)
+            con.register(f"_{name}_empty", empty)
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
+    return con
+
+
+def iter_records(
+    con: duckdb.DuckDBPyConnection, table: str, where: str = "", params: list | None = None, batch: int = 2000
+) -> Iterator:
+    """Stream records of ``table`` (optionally filtered), ``batch`` rows at a time."""
+    spec: TableSpec = TABLES[table]
+    order = ", ".join(spec.key)
+    sql = f"SELECT * FROM {table} {('WHERE ' + where) if where else ''} ORDER BY {order}"
+    reader = con.sql(sql, params=params or None).to_arrow_reader(batch)
+    for rb in reader:
+        for row in rb.to_pylist():
+            yield from_row(spec, row)

@@ -1,0 +1,108 @@
+"""One typed settings object, read from ``flywheel.toml`` and ``FLYWHEEL_*`` variables.
+
+Built once at the edge (the command line, the review app's entry point) and passed
+down; no deeper code reads the environment.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from warehouse.errors import ConfigError
+
+DEFAULT_CONFIG = Path("flywheel.toml")
+
+
+class ScriptedPolicySettings(BaseModel):
+    """The offline policy: how often it makes a mistake, per capability."""
+
+    error_rates: dict[str, float] = Field(
+        default_factory=lambda: {"tool_use": 0.3, "memory": 0.45, "skills": 0.35, "subagents": 0.4, "all": 0.5}
+    )
+
+    @field_validator("error_rates")
+    @classmethod
+    def _rates_are_probabilities(cls, rates: dict[str, float]) -> dict[str, float]:
+        for key, value in rates.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"error rate for {key!r} must be between 0 and 1, got {value}")
+        return rates
+
+
+class RoundSettings(BaseModel):
+    """The shape of one round when no feedback says otherwise."""
+
+    episodes: int = Field(100, ge=1, le=10_000_000)
+    rollouts: int = Field(2, ge=1, le=64)
+    shard_size: int = Field(25, ge=1, le=100_000)
+    seed: int = 0
+    families: list[str] = Field(default_factory=list)  # empty: every family
+    difficulty: int = Field(1, ge=1, le=5)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="FLYWHEEL_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    data_dir: Path = Path("flywheel-data")
+    state_url: str | None = None  # default: SQLite inside the data directory
+    round: RoundSettings = Field(default_factory=RoundSettings)
+    scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
+    review_port: int = 8501
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Explicit values (the command line) win over the environment, which wins over the file.
+        return (init_settings, env_settings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the config file (``config`` or ./flywheel.toml if present), the
+    environment, and explicit overrides, in rising order. One-line ConfigError if wrong."""
+    file_values: dict[str, Any] = {}
+    path = config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    if path is not None:
+        file_values = _read_toml(Path(path))
+    source = f"config {path}" if path else "settings"
+    try:
+        env_values = Settings().model_dump(exclude_defaults=True)
+        merged = _merge(_merge(file_values, env_values), {k: v for k, v in overrides.items() if v is not None})
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        raise ConfigError(f"{source}: {where}: {err.get('msg', 'invalid value')}") from exc
+

@@ -1,0 +1,199 @@
+"""The operational state database: rounds, batches, shards, reviews.
+
+SQLite (WAL) by default, PostgreSQL through a URL. SQLModel families: a base
+with the fields, a table model. CRUD functions take ``*, session``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
+
+from warehouse.errors import StateError
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class RoundBase(SQLModel):
+    number: int = Field(index=True, unique=True)
+    status: str = "running"  # running, complete
+    requested_episodes: int = 0
+    seed: int = 0
+    plan: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class Round(RoundBase, table=True):
+    __tablename__ = "rounds"
+    id: str = Field(primary_key=True)
+
+
+class Batch(SQLModel, table=True):
+    __tablename__ = "batches"
+    id: str = Field(primary_key=True)
+    round_id: str = Field(index=True, foreign_key="rounds.id")
+    tasks_tried: int = 0
+    tasks_kept: int = 0
+    rejections: dict[str, int] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class Shard(SQLModel, table=True):
+    """A Parquet file that was renamed into place. Never rewritten."""
+
+    __tablename__ = "shards"
+    id: str = Field(primary_key=True)  # "{table}/{round_id}/{key}"
+    round_id: str = Field(index=True)
+    key: str = Field(index=True)  # the unit of work this file belongs to
+    table_name: str
+    path: str  # relative to the data directory
+    rows: int
+    checksum: str
+    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+
+
+class ReviewBase(SQLModel):
+    episode_id: str = Field(index=True)
+    round_id: str = Field(index=True)
+    reviewer: str
+    decision: str  # approve, reject, needs_fix
+    reason: str = ""
+    first_wrong_step: int | None = None
+    decided_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+
+
+class Review(ReviewBase, table=True):
+    __tablename__ = "reviews"
+    id: int | None = Field(default=None, primary_key=True)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def make_engine(url: str) -> sa.Engine:
+    """An engine for ``url`` with its tables created; one line of error if it cannot connect."""
+    try:
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"timeout": 30})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+        SQLModel.metadata.create_all(engine)
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
+    return engine
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is shown as given  # noqa: BLE001
+        return url
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- rounds -------------------------------------------------------------------------
+
+
+def latest_round(*, session: Session) -> Round | None:
+    return session.exec(select(Round).order_by(Round.number.desc())).first()
+
+
+def open_round(*, session: Session, requested_episodes: int, seed: int, plan: dict[str, Any]) -> Round:
+    """Create the next round."""
+    last = latest_round(session=session)
+    number = 1 if last is None else last.number + 1
+    rnd = Round(id=f"r{number:04d}", number=number, requested_episodes=requested_episodes, seed=seed, plan=plan)
+    session.add(rnd)
+    session.commit()
+    session.refresh(rnd)
+    return rnd
+
+
+def finish_round(*, session: Session, round_id: str) -> None:
+    rnd = session.get(Round, round_id)
+    if rnd is not None and rnd.status != "complete":
+        rnd.status = "complete"
+        rnd.finished_at = utcnow()
+        session.add(rnd)
+        session.commit()
+
+
+def list_rounds(*, session: Session) -> list[Round]:
+    return list(session.exec(select(Round).order_by(Round.number)))
+
+
+# --- shards -------------------------------------------------------------------------
+
+
+def record_shards(*, session: Session, shards: list[Shard]) -> None:
+    """Record renamed shard files in one transaction (all or none)."""
+    for shard in shards:
+        session.merge(shard)
+    session.commit()
+
+
+def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[str]:
+    rows = session.exec(select(Shard.key).where(Shard.round_id == round_id, Shard.table_name == table_name))
+    return set(rows)
+
+
+def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
+    stmt = select(Shard.path).where(Shard.table_name == table_name)
+    if round_ids:
+        stmt = stmt.where(Shard.round_id.in_(round_ids))
+    return sorted(session.exec(stmt))
+
+
+def all_shard_paths(*, session: Session) -> set[str]:
+    return set(session.exec(select(Shard.path)))
+
+
+# --- batches ------------------------------------------------------------------------
+
+
+def save_batch(*, session: Session, batch: Batch) -> None:
+    session.merge(batch)
+    session.commit()
+
+
+def batches_of(*, session: Session, round_id: str) -> list[Batch]:
+    return list(session.exec(select(Batch).where(Batch.round_id == round_id)))
+
+
+# --- reviews ------------------------------------------------------------------------
+
+
+def add_review(*, session: Session, review: Review) -> Review:
+    session.add(review)
+    session.commit()
+    session.refresh(review)
+    return review
+
+
+def latest_decisions(*, session: Session, round_ids: list[str] | None = None) -> dict[str, Review]:
+    """The most recent decision per episode (a later decision overrides an earlier one)."""
+    stmt = select(Review).order_by(Review.decided_at, Review.id)
+    if round_ids:
+        stmt = stmt.where(Review.round_id.in_(round_ids))
+    out: dict[str, Review] = {}
+    for review in session.exec(stmt):
+        out[review.episode_id] = review
+    return out
