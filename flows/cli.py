@@ -8,11 +8,15 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 
 from warehouse.errors import FlywheelError
+
+try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older Typer on the real Click
+    from click import exceptions as click_errors
 
 app = typer.Typer(
     name="flywheel",
@@ -23,7 +27,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 out = Console()
-err = Console(stderr=True)
+if not out.is_terminal:  # piped or captured: wide enough that tables and paths do not wrap
+    out = Console(width=160)
+err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 400)
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Settings file (default: ./flywheel.toml if present).")
@@ -67,6 +73,11 @@ def run(
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     settings = _settings(config, data_dir, state_url, round=round_over or None)
+    from flows.stages import selected_families
+    from warehouse.store import Store
+
+    selected_families(settings)  # an unknown family fails here, before anything starts
+    Store(settings.data_dir, settings.state_url)  # so does a bad data directory or state URL
     from flows.prefect_env import configure_prefect
 
     configure_prefect(settings.data_dir)
@@ -147,16 +158,19 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="flywheel", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.UsageError as exc:
+    except click_errors.NoArgsIsHelpError as exc:
+        out.print(exc.ctx.get_help() if exc.ctx else exc.format_message(), markup=False, highlight=False)
+        sys.exit(0)
+    except click_errors.UsageError as exc:
         hint = f" (see 'flywheel {exc.ctx.info_name} --help')" if exc.ctx and exc.ctx.parent else ""
         err.print(f"error: {exc.format_message()}{hint}", markup=False, highlight=False)
         sys.exit(2)
-    except click.ClickException as exc:
+    except click_errors.ClickException as exc:
         err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to continue where it stopped", highlight=False)
         sys.exit(130)
     except FlywheelError as exc:

@@ -14,6 +14,9 @@ from pathlib import Path
 
 def configure_prefect(data_dir: Path) -> None:
     home = (data_dir / "prefect").resolve()
+    if "PREFECT_HOME" not in os.environ:
+        # Prefect's temporary server cannot start without its home (it fails slowly and loudly).
+        home.mkdir(parents=True, exist_ok=True)
     defaults = {
         "PREFECT_HOME": str(home),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -21,6 +24,8 @@ def configure_prefect(data_dir: Path) -> None:
         "PREFECT_LOGGING_SERVER_LEVEL": "WARNING",
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
         "PREFECT_LOGGING_LOG_PRINTS": "false",
+        # Run logs still reach the Prefect API (and its UI); the terminal gets our own summary.
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
         "PREFECT_SERVER_UI_ENABLED": "false",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",

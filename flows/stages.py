@@ -13,6 +13,7 @@ from generators.planner import Plan, plan_round, round_seed
 from generators.policies.scripted import ScriptedPolicy
 from generators.writers.template import TemplateWriter
 from warehouse import state
+from warehouse.errors import ConfigError
 from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
 from warehouse.query import iter_records
 from warehouse.settings import Settings
@@ -26,7 +27,10 @@ MAX_SEED_TRIES = 8
 def selected_families(settings: Settings) -> list[str]:
     ids = settings.round.families or sorted(FAMILIES)
     for fid in ids:
-        get_family(fid)  # a clear error for an unknown id
+        try:
+            get_family(fid)
+        except KeyError as exc:
+            raise ConfigError(f"unknown family {fid!r} (known: {', '.join(sorted(FAMILIES))})") from exc
     return ids
 
 
@@ -65,7 +69,7 @@ def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
             tried += 1
             seed = slot.seed + attempt * 1_000_000_007
             task = family.make_task(seed, slot.difficulty, writer)
-            reason = family.gate(task) if hasattr(family, "gate") else None
+            reason = family.gate(task)
             if reason is None:
                 tasks.append(task)
                 break
@@ -106,7 +110,7 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     with store.session() as s:
         rnd = s.get(state.Round, round_id)
     tasks = load_tasks(store, round_id)
-    policy = ScriptedPolicy(error_rates=settings.scripted.error_rates, seed=rnd.seed)
+    policy = ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=rnd.seed)
     episodes: list[Episode] = []
     steps: list[Step] = []
     outcomes: list[Outcome] = []

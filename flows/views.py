@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -62,9 +63,9 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
     if not rows:
         console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
         return
-    table = Table(title=f"Rounds in {settings.data_dir.resolve()}")
-    for col in ("round", "status", "episodes", "success", "tasks", "duplicates", "approved", "rejected", "needs fix"):
-        table.add_column(col, justify="left" if col in ("round", "status") else "right")
+    table = Table(title=f"Rounds in {settings.data_dir.resolve()}", box=box.SIMPLE_HEAD)
+    for col in ("round", "status", "episodes", "success", "tasks", "dups", "approved", "rejected", "fix"):
+        table.add_column(col, justify="left" if col in ("round", "status") else "right", no_wrap=True)
     for r in rows:
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
         table.add_row(

@@ -12,6 +12,7 @@ import streamlit as st
 
 from review_app import logic
 from warehouse.errors import FlywheelError
+from warehouse.settings import load_settings
 from warehouse.store import Store
 
 PAGE_SIZE = 25
@@ -19,7 +20,7 @@ PAGE_SIZE = 25
 
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="review_app")
-    parser.add_argument("--data-dir", default="flywheel-data")
+    parser.add_argument("--data-dir", default=None)
     parser.add_argument("--state-url", default=None)
     args, _ = parser.parse_known_args(sys.argv[1:])
     return args
@@ -34,7 +35,8 @@ def main() -> None:
     st.set_page_config(page_title="agent-flywheel review", layout="wide")
     args = _args()
     try:
-        store = _store(args.data_dir, args.state_url)
+        settings = load_settings(data_dir=args.data_dir, state_url=args.state_url)
+        store = _store(str(settings.data_dir), settings.state_url)
     except FlywheelError as exc:
         st.error(str(exc))
         return

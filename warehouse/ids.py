@@ -18,9 +18,10 @@ def digest(value: Any, length: int = 16) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=32).hexdigest()[:length]
 
 
-def task_id(family: str, template: str, seed: int) -> str:
-    """Task id from family, template and seed."""
-    return f"t-{family.lower()}-{digest([family, template, seed], 12)}"
+def task_id(family: str, template: str, seed: int, difficulty: int = 1) -> str:
+    """Task id from family, template, seed and difficulty (the same seed at another
+    difficulty builds another world, so it is another task)."""
+    return f"t-{family.lower()}-{digest([family, template, seed, difficulty], 12)}"
 
 
 def episode_id(task: str, policy: str, rollout: int) -> str:

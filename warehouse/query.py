@@ -40,9 +40,10 @@ def iter_records(
 ) -> Iterator:
     """Stream records of ``table`` (optionally filtered), ``batch`` rows at a time."""
     spec: TableSpec = TABLES[table]
-    order = ", ".join(spec.key)
+    order = ", ".join(f'"{k}"' for k in spec.key)
     sql = f"SELECT * FROM {table} {('WHERE ' + where) if where else ''} ORDER BY {order}"
-    reader = con.sql(sql, params=params or None).to_arrow_reader(batch)
+    # A cursor of its own, so a caller can query the connection while this streams.
+    reader = con.cursor().sql(sql, params=params or None).to_arrow_reader(batch)
     for rb in reader:
         for row in rb.to_pylist():
             yield from_row(spec, row)

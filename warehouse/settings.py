@@ -21,9 +21,9 @@ DEFAULT_CONFIG = Path("flywheel.toml")
 class ScriptedPolicySettings(BaseModel):
     """The offline policy: how often it makes a mistake, per capability."""
 
-    error_rates: dict[str, float] = Field(
-        default_factory=lambda: {"tool_use": 0.3, "memory": 0.45, "skills": 0.35, "subagents": 0.4, "all": 0.5}
-    )
+    # Keyed by capability tag (tool_use, disambiguation, aggregation, ordering, ...);
+    # a tag not listed keeps the policy's own default rate.
+    error_rates: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("error_rates")
     @classmethod

@@ -110,19 +110,19 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     return None
 
 
-def check_arguments(t: Tool, args: Any) -> tuple[str, str] | None:
-    """(message, hint) describing what is wrong with ``args`` for tool ``t``, or None."""
-    props, required = t.parameters.get("properties", {}), t.parameters.get("required", [])
+def check_arguments(name: str, parameters: dict[str, Any], args: Any) -> tuple[str, str] | None:
+    """(message, hint) describing what is wrong with ``args`` for a tool's ``parameters``, or None."""
+    props, required = parameters.get("properties", {}), parameters.get("required", [])
     signature = ", ".join(f"{k}: {v.get('type', 'any')}" + ("" if k in required else "?") for k, v in props.items())
-    hint = f"{t.name}({signature})"
+    hint = f"{name}({signature})"
     if not isinstance(args, dict):
         return f"arguments must be a JSON object, got {type(args).__name__}", hint
     unknown = sorted(set(args) - set(props))
     if unknown:
-        return f"unknown argument(s) {unknown} for {t.name}", hint
+        return f"unknown argument(s) {unknown} for {name}", hint
     missing = [k for k in required if k not in args]
     if missing:
-        return f"missing required argument(s) {missing} for {t.name}", hint
+        return f"missing required argument(s) {missing} for {name}", hint
     for k, v in args.items():
         problem = _check_value(k, v, props[k])
         if problem:
@@ -152,7 +152,7 @@ def call_tool(world: World, name: str, args: Any, allowed: Collection[str] | Non
         world.log("tool_call", tool=str(name), ok=False, code="UNKNOWN_TOOL")
         return _error("UNKNOWN_TOOL", f"no tool named {name!r} is available", hint)
     t = TOOLS[name]
-    problem = check_arguments(t, args if args is not None else {})
+    problem = check_arguments(name, t.parameters, args if args is not None else {})
     if problem:
         world.log("tool_call", tool=name, ok=False, code="INVALID_ARGUMENT")
         return _error("INVALID_ARGUMENT", problem[0], f"expected {problem[1]}")
@@ -197,7 +197,8 @@ def openai_tool_schemas(names: Collection[str]) -> list[dict[str, Any]]:
         if n in META_SCHEMAS:
             continue
         t = TOOLS[n]
-        out.append({"type": "function", "function": {"name": n, "description": t.description, "parameters": t.parameters}})
+        function = {"name": n, "description": t.description, "parameters": t.parameters}
+        out.append({"type": "function", "function": function})
     for n, meta in META_SCHEMAS.items():
         out.append({"type": "function", "function": {"name": n, **meta}})
     return out

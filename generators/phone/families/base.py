@@ -96,7 +96,7 @@ class Family:
         template = self.templates[rng.randrange(len(self.templates))]
         public, private = self.sample_params(rng, template.split(".")[0], difficulty)
         task = TaskSpec(
-            task_id=task_id(self.id, template, seed), family=self.id, template=template, seed=seed,
+            task_id=task_id(self.id, template, seed, difficulty), family=self.id, template=template, seed=seed,
             difficulty=difficulty, public_params=public, private_params=private,
             instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
             capabilities=[self.capability, *self.tags], split=split_for_template(self.id, template),
@@ -131,6 +131,12 @@ class Family:
             if a.kind == "tool_call":
                 call_tool(world, a.tool, a.arguments, allowed=task.tools)
         return world, world.diff(before)
+
+    def gate(self, task: TaskSpec) -> str | None:
+        """None if the task passes the generation gate, else why it is rejected."""
+        from generators.phone.gate import gate_reason  # the gate runs PhoneEnv, which imports families
+
+        return gate_reason(self, task)
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         """The reference with one realistic wrong argument in its first write (or in finish's answer)."""

@@ -93,7 +93,8 @@ class ContactCrud(Family):
         p = task.private_params
         variant, target_id = p["variant"], p["target_id"]
         if variant == "update_phone":
-            want = {"table": "contacts", "updated": [{"key": target_id, "fields": {"phone": task.public_params["new_phone"]}}]}
+            new_phone = task.public_params["new_phone"]
+            want = {"table": "contacts", "updated": [{"key": target_id, "fields": {"phone": new_phone}}]}
             allow = [{"table": "contacts", "keys": [target_id], "ops": ["updated"]}]
         elif variant == "delete_contact":
             want = {"table": "contacts", "removed": [target_id]}

@@ -41,6 +41,12 @@ def wrong_value(name: str, value: Any, task: TaskSpec, rng: random.Random) -> An
     return None
 
 
+def set_answer(finish_action: Action, answer: Any) -> None:
+    """Give a finish action a different answer, keeping its summary consistent with it."""
+    finish_action.arguments["answer"] = answer
+    finish_action.arguments["summary"] = f"The answer is {answer}."
+
+
 def with_wrong_argument(task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
     """The actions with one argument of the first write (else of finish's answer) made wrong."""
     out = [a.model_copy(deep=True) for a in actions]
@@ -48,7 +54,7 @@ def with_wrong_argument(task: TaskSpec, actions: list[Action], rng: random.Rando
     if i is None:
         i = len(out) - 1
         if "answer" in out[i].arguments:
-            out[i].arguments["answer"] = wrong_value("answer", out[i].arguments["answer"], task, rng)
+            set_answer(out[i], wrong_value("answer", out[i].arguments["answer"], task, rng))
         return out
     args = out[i].arguments
     # the argument that carries the task's intent: an id, else the first value set

@@ -1,0 +1,109 @@
+"""PhoneEnv: one episode of one task, one action at a time.
+
+``step`` turns an Action into Feedback (result or typed error, state delta, state
+hash, harness notices) and a Verification (milestones, minefields, progress, label).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
+from warehouse.ids import canonical_json
+
+from generators.phone.families import Family, get_family
+from generators.phone.tools import META_SCHEMAS, call_tool, check_arguments, openai_tool_schemas
+from generators.phone.user import scripted_user_reply
+from generators.phone.verifier import StepVerifier, evaluate
+from generators.phone.world import World
+
+ENV_VERSION = "0.1"
+STOP_GUESSING = ("This exact call has now failed twice. Stop guessing: read the error's hint, "
+                 "look the value up with a read tool, or ask the user.")
+
+
+def budget_warning(left: int) -> str:
+    """The harness notice shown when few steps remain."""
+    return f"Only {left} steps left in the step budget: finish soon, reporting what is done."
+
+
+class PhoneEnv:
+    """The simulated phone for one task. Call ``reset`` first, then ``step`` until done."""
+
+    def __init__(self, task: TaskSpec, family: Family | None = None):
+        self.task = task
+        self.family = family or get_family(task.family)
+        self.world: World | None = None
+
+    def reset(self) -> dict[str, Any]:
+        """Rebuild the initial world; returns the observation an agent starts from."""
+        self.world = self.family.build_world(self.task)
+        self.initial = self.world.snapshot()
+        self.verifier = StepVerifier(self.task, self.initial, self.world)
+        self.calls: list[dict[str, Any]] = []
+        self.failures: dict[str, int] = {}
+        self.steps = 0
+        self.done = False
+        self.finish_args: dict[str, Any] | None = None
+        self.termination: str | None = None
+        return {"instruction": self.task.instruction, "tools": openai_tool_schemas(self.task.tools),
+                "step_budget": self.task.step_budget}
+
+    def step(self, action: Action) -> tuple[Feedback, Verification, bool]:
+        """Apply one action. Raises only if the episode is over or was never reset."""
+        if self.world is None or self.done:
+            raise RuntimeError("call reset() before step(), and do not step a finished episode")
+        world, index = self.world, self.steps
+        before = world.snapshot()
+        kind = action.kind
+        if kind == "tool_call" and action.tool in META_SCHEMAS:  # a model may call finish as a tool
+            kind = action.tool
+        if kind == "tool_call":
+            reply = call_tool(world, action.tool, action.arguments, allowed=self.task.tools)
+            self.calls.append({"index": index, "tool": action.tool, "arguments": action.arguments, "ok": reply["ok"]})
+        elif kind in META_SCHEMAS:
+            reply = self._meta(kind, action)
+        else:
+            world.advance()
+            reply = {"ok": False, "error": {"code": "INVALID_ACTION", "message": "the reply held no usable action",
+                                            "retryable": True, "hint": "reply with exactly one tool call"}}
+        self.steps += 1
+        notices = self._notices(kind, action, reply)
+        feedback = Feedback(
+            ok=reply["ok"], error=ToolError(**reply["error"]) if not reply["ok"] else None,
+            result=reply.get("data"), state_delta=world.diff(before), state_hash=world.state_hash(),
+            notices=notices,
+        )
+        verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args)
+        return feedback, verification, self.done
+
+    def _meta(self, kind: str, action: Action) -> dict[str, Any]:
+        self.world.advance()
+        problem = check_arguments(kind, META_SCHEMAS[kind]["parameters"], action.arguments)
+        if problem:
+            return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": problem[0], "retryable": False,
+                                           "hint": f"expected {problem[1]}"}}
+        if kind == "ask_user":
+            answer = scripted_user_reply(self.task, action.arguments["question"], action.arguments.get("options"))
+            return {"ok": True, "data": {"answer": answer}}
+        self.finish_args = dict(action.arguments)
+        self.done, self.termination = True, "finished"
+        return {"ok": True, "data": {"status": action.arguments["status"]}}
+
+    def _notices(self, kind: str, action: Action, reply: dict[str, Any]) -> list[str]:
+        notices = []
+        if not reply["ok"]:
+            key = canonical_json([kind, action.tool, action.arguments])
+            self.failures[key] = self.failures.get(key, 0) + 1
+            if self.failures[key] >= 2:
+                notices.append(STOP_GUESSING)
+        left = self.task.step_budget - self.steps
+        if not self.done and left <= 0:
+            self.done, self.termination = True, "budget_exhausted"
+        elif not self.done and left == 2:
+            notices.append(budget_warning(left))
+        return notices
+
+    def evaluate(self) -> tuple[list[RequirementResult], bool, float, list[str]]:
+        """Score the episode so far: (results, success, progress, minefields)."""
+        return evaluate(self.task, self.initial, self.world, self.calls, self.finish_args)

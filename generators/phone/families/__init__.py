@@ -1,0 +1,25 @@
+"""Task families by id. ``get_family`` is the one way to look a family up."""
+
+from __future__ import annotations
+
+from generators.phone.families.base import Family, split_for_template
+from generators.phone.families.f01_crud import ContactCrud
+from generators.phone.families.f02_query import QueryAggregate
+from generators.phone.families.f03_device_order import DeviceOrder
+
+FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder())}
+
+
+class UnknownFamilyError(KeyError):
+    """No family has this id."""
+
+
+def get_family(family_id: str) -> Family:
+    """The family with this id (e.g. "F01"); UnknownFamilyError lists the known ids."""
+    try:
+        return FAMILIES[family_id]
+    except KeyError:
+        raise UnknownFamilyError(f"unknown family {family_id!r}; known: {', '.join(sorted(FAMILIES))}") from None
+
+
+__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "get_family", "split_for_template"]

@@ -1,0 +1,81 @@
+"""F03: several device changes, in the order the user gave.
+
+Order matters physically too: airplane mode switches Wi-Fi and Bluetooth off, so
+"airplane mode, then Wi-Fi on" ends differently from the reverse.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from warehouse.contract import Action, Requirement, TaskSpec
+
+from generators.phone.apps.device import DEFAULTS
+from generators.phone.families.base import Family, call, finish
+from generators.phone.world import World
+
+# per scenario, the changes in the order people ask for them; levels are (low, high) ranges
+SCENARIOS: dict[str, list[tuple[str, Any]]] = {
+    "flight": [("airplane_mode", True), ("wifi", True), ("bluetooth", True), ("brightness", (30, 60))],
+    "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", False), ("brightness", (20, 45))],
+    "bedtime": [("brightness", (5, 25)), ("do_not_disturb", True), ("volume_alarm", (80, 100)), ("wifi", False)],
+}
+
+
+def action_for(setting: str, value: Any) -> Action:
+    """The tool call that sets one device setting."""
+    if setting.startswith("volume_"):
+        return call("device_set_volume", stream=setting.removeprefix("volume_"), level=value)
+    if setting == "brightness":
+        return call("device_set_brightness", level=value)
+    return call(f"device_set_{setting}", enabled=value)
+
+
+class DeviceOrder(Family):
+    """Make 2 to 4 settings changes in a stated order."""
+
+    id = "F03"
+    title = "several device changes in a required order"
+    tags = ("device", "ordering")
+    templates = tuple(f"{v}.{w}" for v in SCENARIOS for w in ("direct", "casual", "terse"))
+    tools = ("device_get_settings", "device_check_connectivity", "device_set_wifi", "device_set_bluetooth",
+             "device_set_airplane_mode", "device_set_mobile_data", "device_set_do_not_disturb",
+             "device_set_volume", "device_set_brightness", "alarms_list", "alarms_create")
+    knobs = {"horizon": "changes 2/3/4"}
+
+    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+        changes, initial = [], {}
+        for setting, spec in SCENARIOS[variant][: 1 + difficulty]:
+            if isinstance(spec, tuple):
+                value = rng.randint(*spec)
+                # start far enough away that the change is visible, inside 0..100
+                initial[setting] = value + 30 if value <= 50 else value - 30
+            else:
+                value, initial[setting] = spec, not spec
+            changes.append({"setting": setting, "value": value})
+        if initial.get("wifi") is False and changes[0]["setting"] == "airplane_mode":
+            initial["mobile_data"] = True  # so the phone is online before the flight
+        return {"changes": changes}, {"variant": variant, "device_settings": {**DEFAULTS, **initial},
+                                      "user_facts": {}}
+
+    def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
+        pass  # the device table is built from device_settings by build_world
+
+    def solve(self, task: TaskSpec) -> list[Action]:
+        steps = [action_for(c["setting"], c["value"]) for c in task.public_params["changes"]]
+        return steps + [finish(summary="Done, in the order you asked.")]
+
+    def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
+        device = [c for c in changes if c["table"] == "device"]
+        order = [{"tool": a.tool, "arguments": a.arguments} for a in self.solve(task) if a.kind == "tool_call"]
+        return [
+            Requirement(id="final_settings", kind="state_diff", description="every setting ends as asked",
+                        weight=2.0, params={"table": "device", "match": "exact",
+                                            "updated": [{"key": c["key"], "fields": {"value": c["after"]["value"]}}
+                                                        for c in device]}),
+            Requirement(id="in_order", kind="order", description="the changes were made in the order asked",
+                        params={"sequence": order}),
+            Requirement(id="no_collateral", kind="allowed_changes", description="no other setting changed",
+                        noop_passes=True, params={"allow": [{"table": "device", "keys": [c["key"] for c in device]}]}),
+        ]

@@ -1,0 +1,68 @@
+"""The generation gate: keep a task only if its checks can tell right from wrong.
+
+A task passes when the reference scores 1.0, two reference runs end in the same
+state, doing nothing fails with every requirement's no-op label as observed, and
+every mutant of the reference (a wrong argument, one extra write, two writes
+swapped) fails. Otherwise the reason names the first broken rule.
+"""
+
+from __future__ import annotations
+
+import random
+
+from warehouse.contract import Action, TaskSpec
+from warehouse.ids import digest
+
+from generators.phone.env import PhoneEnv
+from generators.phone.families.base import Family, finish
+from generators.phone.families.mutants import first_write_index
+from generators.phone.tools import tool_kind
+
+REASONS = ("reference_fails", "nondeterministic", "noop_passes", "noop_label_mismatch",
+           "mutant_passes:wrong_argument", "mutant_passes:extra_write", "mutant_passes:wrong_order")
+
+
+def _run(family: Family, task: TaskSpec, actions: list[Action]) -> tuple[bool, float, dict[str, bool], str]:
+    env = PhoneEnv(task, family)
+    env.reset()
+    for action in actions:
+        if env.step(action)[2]:
+            break
+    results, success, progress, _ = env.evaluate()
+    return success, progress, {r.id: r.passed for r in results}, env.world.state_hash()
+
+
+def mutants(family: Family, task: TaskSpec) -> dict[str, list[Action]]:
+    """The broken versions of the reference that must all fail, by kind."""
+    ref = family.reference_actions(task)
+    rng = random.Random(int(digest([task.task_id, "mutants"], 12), 16))
+    wrong = family.wrong_argument(task, ref, rng)
+    out = {"wrong_argument": wrong}
+    i = first_write_index(wrong)
+    if i is not None:  # the right writes plus one more: the mistaken one
+        out["extra_write"] = ref[:-1] + [wrong[i], ref[-1]]
+    writes = [j for j, a in enumerate(ref) if a.kind == "tool_call" and tool_kind(a.tool) == "write"]
+    if len(writes) >= 2:
+        swapped = list(ref)
+        a, b = writes[0], writes[1]
+        swapped[a], swapped[b] = ref[b], ref[a]
+        out["wrong_order"] = swapped
+    return out
+
+
+def gate_reason(family: Family, task: TaskSpec) -> str | None:
+    """None if the task is kept, else the rejection reason (one of REASONS)."""
+    ok, progress, _, first_hash = _run(family, task, family.reference_actions(task))
+    if not ok or progress < 1.0:
+        return "reference_fails"
+    if _run(family, task, family.reference_actions(task))[3] != first_hash:
+        return "nondeterministic"
+    ok, _, passed, _ = _run(family, task, [finish()])
+    if ok:
+        return "noop_passes"
+    if passed != {r.id: r.noop_passes for r in task.requirements}:
+        return "noop_label_mismatch"
+    for kind, actions in mutants(family, task).items():
+        if _run(family, task, actions)[0]:
+            return f"mutant_passes:{kind}"
+    return None

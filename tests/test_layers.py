@@ -1,0 +1,65 @@
+"""DESIGN.md's table of who may import whom, kept by a test rather than by hope."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = {"warehouse", "generators", "curation", "review_app", "flows"}
+
+# package -> module prefixes of the project it may import (besides itself)
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "warehouse": (),
+    "generators": ("warehouse.contract", "warehouse.ids", "warehouse.errors"),
+    "curation": ("warehouse", "generators.phone", "generators.collect"),
+    "review_app": ("warehouse", "curation", "generators.phone"),
+    "flows": ("warehouse", "generators", "curation", "review_app"),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return {n for n in names if n.split(".")[0] in PROJECT}
+
+
+def _violations(package: str) -> list[str]:
+    bad = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == package:
+                continue
+            if not any(name == p or name.startswith(p + ".") for p in ALLOWED[package]):
+                # "from warehouse import contract" shows up as warehouse and warehouse.contract
+                if any(p.startswith(name + ".") for p in ALLOWED[package]):
+                    continue
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    return bad
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_only_what_its_layer_allows(package):
+    assert _violations(package) == []
+
+
+def test_the_core_imports_without_the_ui_or_orchestrator():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, warehouse.store, generators.collect, curation.checks;"
+        "bad = [m for m in ('streamlit', 'prefect', 'review_app', 'flows') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

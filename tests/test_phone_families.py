@@ -1,0 +1,90 @@
+"""Each family: the reference succeeds, doing nothing fails, a wrong argument fails."""
+
+import random
+
+import pytest
+
+from warehouse.contract import TaskSpec
+from warehouse.ids import task_id
+
+from generators.phone.env import PhoneEnv
+from generators.phone.families import FAMILIES, UnknownFamilyError, get_family, split_for_template
+from generators.phone.families.base import finish
+from generators.writers import TemplateWriter
+
+CASES = [(fid, seed, difficulty) for fid in sorted(FAMILIES) for seed in range(6) for difficulty in (1, 2, 3)]
+
+
+def run(task: TaskSpec, actions):
+    env = PhoneEnv(task)
+    env.reset()
+    for action in actions:
+        _, _, done = env.step(action)
+        if done:
+            break
+    return env.evaluate(), env.world.state_hash()
+
+
+@pytest.mark.parametrize("fid,seed,difficulty", CASES)
+def test_reference_succeeds_noop_fails_mutant_fails(fid, seed, difficulty):
+    family = get_family(fid)
+    task = family.make_task(seed, difficulty, TemplateWriter())
+    (results, success, progress, mines), h1 = run(task, family.reference_actions(task))
+    assert success and progress == 1.0 and not mines, results
+    assert run(task, family.reference_actions(task))[1] == h1  # two solver runs, one end state
+
+    (results, success, _, _), _ = run(task, [finish()])
+    assert not success
+    labels = {r.id: r.noop_passes for r in task.requirements}
+    assert {r.id: r.passed for r in results} == labels  # each no-op label is what doing nothing yields
+
+    mutant = family.wrong_argument(task, family.reference_actions(task), random.Random(seed))
+    assert mutant != family.reference_actions(task)
+    assert not run(task, mutant)[0][1]
+
+
+@pytest.mark.parametrize("fid", sorted(FAMILIES))
+def test_task_shape(fid):
+    family = get_family(fid)
+    task = family.make_task(11, 2)
+    assert task == family.make_task(11, 2)  # deterministic from the seed
+    assert task.task_id == task_id(fid, task.template, 11, 2)
+    assert task.split == split_for_template(fid, task.template)
+    assert 8 <= len(task.tools) <= 15
+    assert task.optimal_steps == len(family.reference_actions(task)) <= task.step_budget <= 15
+    assert family.reference_actions(task)[-1].kind == "finish"
+    assert task.instruction and task.capabilities[0] == "tool_use"
+    assert family.build_world(task).state_hash() == family.build_world(task).state_hash()
+
+
+@pytest.mark.parametrize("fid", sorted(FAMILIES))
+def test_templates_are_worded_and_split_by_template(fid):
+    family = get_family(fid)
+    assert len(family.templates) >= 3
+    assert set(family.templates) <= set(TemplateWriter().templates(fid))
+    by_template: dict[str, set[str]] = {}
+    for seed in range(40):
+        task = family.make_task(seed)
+        by_template.setdefault(task.template, set()).add(task.split)
+    assert all(len(splits) == 1 for splits in by_template.values())
+    assert len(by_template) >= 3  # seeds reach several wordings
+
+
+def test_unknown_family_is_a_clear_key_error():
+    with pytest.raises(KeyError) as err:
+        get_family("F99")
+    assert isinstance(err.value, UnknownFamilyError) and "F01" in str(err.value)
+
+
+@pytest.mark.parametrize("fid", sorted(FAMILIES))
+def test_generation_gate_keeps_good_tasks_and_names_reasons(fid):
+    from generators.phone.gate import gate_reason, mutants
+
+    family = get_family(fid)
+    for seed in range(5):
+        task = family.make_task(seed, 3)
+        assert family.gate(task) is None
+        assert "wrong_argument" in mutants(family, task)
+    broken = family.make_task(0, 1)
+    broken.requirements = [r for r in broken.requirements if r.noop_passes]  # only checks doing nothing passes
+    assert gate_reason(family, broken) == "noop_passes"

@@ -1,0 +1,66 @@
+"""The world's state hash is canonical; diffs are by key; copies are independent."""
+
+from generators.phone.apps import calendar, contacts, device
+from generators.phone.tools import call_tool
+from generators.phone.world import World
+
+
+def build(order: list[tuple[str, str]]) -> World:
+    world = World(seed=3)
+    device.install(world)
+    contacts.install(world)
+    calendar.install(world)
+    table = world.table("contacts")
+    for cid, name in order:
+        table.insert({"id": cid, "first_name": name, "last_name": "X", "phone": "1", "email": "", "company": "",
+                      "favorite": False, "last_viewed": None, "updated_at": "t"})
+    return world
+
+
+def test_same_state_same_hash_regardless_of_insertion_order():
+    a = build([("c-1", "Ann"), ("c-2", "Bob")])
+    b = build([("c-2", "Bob"), ("c-1", "Ann")])
+    assert a.state_hash() == b.state_hash()
+
+
+def test_incidental_fields_do_not_change_hash_or_diff():
+    world = build([("c-1", "Ann")])
+    before, h = world.snapshot(), world.state_hash()
+    assert call_tool(world, "contacts_get", {"contact_id": "c-1"})["ok"]  # sets last_viewed
+    world.advance(10)
+    assert world.state_hash() == h
+    assert world.diff(before) == []
+
+
+def test_changes_change_hash_and_show_in_diff():
+    world = build([("c-1", "Ann"), ("c-2", "Bob")])
+    before, h = world.snapshot(), world.state_hash()
+    call_tool(world, "contacts_update", {"contact_id": "c-1", "phone": "2"})
+    call_tool(world, "contacts_delete", {"contact_id": "c-2"})
+    call_tool(world, "contacts_create", {"first_name": "Cy", "last_name": "Z", "phone": "3"})
+    assert world.state_hash() != h
+    ops = {(c["key"], c["op"]) for c in world.diff(before)}
+    assert ops == {("c-1", "updated"), ("c-2", "removed"), ("c-0001", "added")}
+    updated = next(c for c in world.diff(before) if c["op"] == "updated")
+    assert updated["before"]["phone"] == "1" and updated["after"]["phone"] == "2"
+
+
+def test_copy_is_independent_and_snapshot_is_plain():
+    world = build([("c-1", "Ann")])
+    twin = world.copy()
+    call_tool(twin, "contacts_delete", {"contact_id": "c-1"})
+    assert "c-1" in world.table("contacts").rows
+    assert twin.state_hash() != world.state_hash()
+    assert world.copy().rng.random() == world.rng.random()  # the copy continues the same random stream
+    snap = world.snapshot()
+    snap["contacts"]["c-1"]["first_name"] = "Changed"
+    assert world.table("contacts").rows["c-1"]["first_name"] == "Ann"
+
+
+def test_clock_advances_per_call_and_log_is_appended():
+    world = build([])
+    start = world.now
+    call_tool(world, "device_get_settings", {})
+    call_tool(world, "nope", {})
+    assert world.now == start + 2 * world.tick
+    assert [e["ok"] for e in world.events] == [True, False]

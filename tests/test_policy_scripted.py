@@ -1,0 +1,46 @@
+"""The scripted policy makes realistic mistakes at its configured rates, deterministically."""
+
+from collections import defaultdict
+from datetime import datetime
+
+from generators.collect import run_episode
+from generators.phone.families import FAMILIES
+from generators.policies import DEFAULT_ERROR_RATES, ScriptedPolicy
+
+
+def test_name_version_and_zero_rates_follow_reference():
+    policy = ScriptedPolicy(error_rates={}, seed=1)
+    assert policy.name == "scripted" and policy.version
+    family = FAMILIES["F01"]
+    task = family.make_task(3, 2)
+    policy.start(task, rollout=0)
+    actions = [policy.next_action([]) for _ in family.reference_actions(task)]
+    assert [(a.tool, a.arguments) for a in actions] == [(a.tool, a.arguments) for a in family.reference_actions(task)]
+    assert policy.mistake is None
+
+
+def test_plans_are_deterministic_per_seed_task_rollout():
+    task = FAMILIES["F03"].make_task(2, 3)
+    plans = []
+    for _ in range(2):
+        policy = ScriptedPolicy(error_rates={"tool_use": 0.5}, seed=9)
+        for rollout in range(5):
+            policy.start(task, rollout)
+            plans.append((policy.mistake, [a.model_dump_json() for a in policy.plan]))
+    assert plans[:5] == plans[5:]
+
+
+def test_default_rates_give_successes_and_failures_that_differ_by_family():
+    assert DEFAULT_ERROR_RATES
+    policy = ScriptedPolicy(seed=0)
+    wins: dict[str, list[bool]] = defaultdict(list)
+    for fid, family in sorted(FAMILIES.items()):
+        for seed in range(20):
+            task = family.make_task(seed, 1 + seed % 3)
+            rec = run_episode(task, policy, rollout=0, round_id="r", batch_id="b", created_at=datetime(2026, 3, 1))
+            wins[fid].append(rec.outcome.success)
+    every = [w for ws in wins.values() for w in ws]
+    assert len(every) == 60
+    assert 0.1 <= 1 - sum(every) / len(every) <= 0.5
+    rates = {fid: sum(ws) / len(ws) for fid, ws in wins.items()}
+    assert len(set(rates.values())) > 1, rates

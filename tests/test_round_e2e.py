@@ -1,0 +1,115 @@
+"""A full round through the real command line on a real Prefect server: run, status,
+export; and a real kill mid-round, then a rerun that loses and duplicates nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from curation.formats.openai_chat import check_record
+from tests.conftest import cli_env, flywheel, flywheel_executable
+from warehouse.store import Store
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_env(request, prefect_server):
+    if request.param == "sqlite":
+        return cli_env(prefect_server)
+    return cli_env(prefect_server, FLYWHEEL_STATE_URL=request.getfixturevalue("fresh_postgres_url"))
+
+
+def _shard_checksums(store: Store) -> dict[str, str]:
+    from sqlmodel import select
+
+    from warehouse.state import Shard
+
+    with store.session() as s:
+        return {sh.id: sh.checksum for sh in s.exec(select(Shard))}
+
+
+def _ids(store: Store) -> list[str]:
+    return [r[0] for r in store.duck().execute("SELECT episode_id FROM episodes").fetchall()]
+
+
+def test_full_round_status_and_export(tmp_path, backend_env):
+    run = flywheel("run", "--episodes", "100", "--no-progress", env=backend_env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    assert "warning" not in run.stderr.lower(), run.stderr
+    assert "Finished round r0001" in run.stdout
+    assert str((tmp_path / "flywheel-data").resolve()) in run.stdout
+
+    status = flywheel("status", "--json", env=backend_env, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    rounds = json.loads(status.stdout)["rounds"]
+    assert len(rounds) == 1
+    r = rounds[0]
+    assert r["round"] == "r0001" and r["status"] == "complete" and r["episodes"] == 100
+    assert 0 < r["successes"] < 100, "a round must hold both successes and failures"
+    assert r["curated"]
+
+    store = Store(tmp_path / "flywheel-data", backend_env.get("FLYWHEEL_STATE_URL"))
+    ids = _ids(store)
+    assert len(ids) == len(set(ids)) == 100
+
+    export = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=backend_env, cwd=tmp_path)
+    assert export.returncode == 0, export.stderr
+    lines = (tmp_path / "out" / "openai-chat.jsonl").read_text().splitlines()
+    manifest = json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())
+    assert 0 < len(lines) <= r["successes"]
+    for line in lines:
+        record = json.loads(line)
+        assert check_record(record) == []
+        assert any(m.get("tool_calls") for m in record["messages"])
+        assert any(m["role"] == "tool" for m in record["messages"])
+    assert manifest["files"]["openai-chat.jsonl"]["rows"] == len(lines)
+    assert manifest["episodes_in"] == 100
+    assert sum(manifest["excluded"].values()) + len(lines) == 100
+    assert manifest["lineage"]["rounds"] == ["r0001"]
+
+    # Without --verified, nothing is approved yet: nothing is exported, and the manifest says why.
+    approved_only = flywheel("export", "--out", str(tmp_path / "out2"), env=backend_env, cwd=tmp_path)
+    assert approved_only.returncode == 0, approved_only.stderr
+    assert (tmp_path / "out2" / "openai-chat.jsonl").read_text() == ""
+    assert json.loads((tmp_path / "out2" / "openai-chat.manifest.json").read_text())["excluded"]
+
+
+def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect_server):
+    env = cli_env(prefect_server)
+    data = tmp_path / "flywheel-data"
+    args = [flywheel_executable(), "run", "--episodes", "400", "--no-progress"]
+    env["FLYWHEEL_ROUND__SHARD_SIZE"] = "10"
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        committed = 0
+        while committed < 3:
+            assert proc.poll() is None, "the round finished before it could be killed"
+            assert time.monotonic() < deadline, "no shard was committed in time"
+            time.sleep(0.2)  # polling the state database for committed shards
+            if (data / "state.db").exists():
+                committed = len(Store(data).done_keys("r0001", "episodes"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    partial = _ids(Store(data))
+    assert 0 < len(partial) < 400
+    before = _shard_checksums(Store(data))
+
+    rerun = flywheel("run", "--no-progress", env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Resumed and finished round r0001" in rerun.stdout
+    ids = _ids(Store(data))
+    assert len(ids) == len(set(ids)) == 400
+    after = _shard_checksums(Store(data))
+    assert all(after[k] == v for k, v in before.items()), "committed shards must be kept, not redone"
+    status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
+    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", 400)]
