@@ -14,7 +14,7 @@ from warehouse.store import Store
 
 
 def streamlit_command(settings: Settings, port: int) -> list[str]:
-    app_path = Path(review_app.__file__).with_name("app.py")
+    app_path = Path(next(iter(review_app.__path__))) / "app.py"
     args = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.port", str(port),

@@ -113,3 +113,40 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
     assert all(after[k] == v for k, v in before.items()), "committed shards must be kept, not redone"
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
     assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", 400)]
+
+
+def test_review_command_serves_the_page(tmp_path):
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [flywheel_executable(), "review", "--port", str(port), "--data-dir", str(tmp_path / "d")],
+        env=cli_env(None),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the review app did not answer"
+            time.sleep(0.3)  # polling until the server answers
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
