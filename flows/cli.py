@@ -93,6 +93,21 @@ def run(
 
 
 @app.command()
+def serve(
+    cron: Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")] = "0 2 * * *",
+    timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")] = "UTC",
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
+    from flows.schedule_cmd import serve_command
+
+    settings = _settings(config, data_dir, state_url)
+    serve_command(settings, config=config, cron=cron, timezone=timezone, console=out)
+
+
+@app.command()
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     config: ConfigOpt = None,

@@ -1,0 +1,46 @@
+"""The nightly deployment: a scheduled round served by a Prefect runner.
+
+``flywheel serve --cron "0 2 * * *"`` registers the deployment with the Prefect
+server at PREFECT_API_URL and runs each scheduled round as it comes due; the Prefect
+UI shows the runs. Parameters are plain strings so the server can store them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.round import round_flow
+from warehouse.settings import load_settings
+
+DEPLOYMENT_NAME = "nightly"
+
+
+@flow(name="flywheel-scheduled-round", log_prints=False, persist_result=False)
+def scheduled_round(data_dir: str, state_url: str | None = None, config: str | None = None) -> dict[str, Any]:
+    """One round with the settings found at run time (so edits to flywheel.toml apply
+    to the next night without re-deploying)."""
+    settings = load_settings(Path(config) if config else None, data_dir=Path(data_dir), state_url=state_url)
+    return round_flow(settings, show_progress=False)
+
+
+def serve_nightly(*, data_dir: Path, state_url: str | None, config: Path | None, cron: str, timezone: str) -> None:
+    """Register the deployment and serve it until interrupted."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.deployments.runner import EntrypointType
+
+    scheduled_round.serve(
+        name=DEPLOYMENT_NAME,
+        schedules=[CronSchedule(cron=cron, timezone=timezone)],
+        parameters={
+            "data_dir": str(data_dir.resolve()),
+            "state_url": state_url,
+            "config": str(config.resolve()) if config else None,
+        },
+        description="A nightly agent-flywheel round: plan, write tasks, collect, stage, curate.",
+        tags=["agent-flywheel"],
+        print_starting_message=False,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )

@@ -1,0 +1,58 @@
+"""``flywheel serve``: checks first, then hand over to the Prefect runner."""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from pathlib import Path
+
+from rich.console import Console
+
+from warehouse.errors import ConfigError
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+
+def check_schedule(cron: str, timezone: str) -> None:
+    """One line for a cron expression or time zone that Prefect would refuse."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    try:
+        CronSchedule(cron=cron, timezone=timezone)
+    except ValidationError as exc:
+        where = "--timezone" if any("timezone" in str(e.get("loc")) for e in exc.errors()) else "--cron"
+        value = timezone if where == "--timezone" else cron
+        raise ConfigError(f"{where} {value!r} is not valid (e.g. --cron '0 2 * * *' --timezone UTC)") from exc
+
+
+def check_server(api: str) -> None:
+    try:
+        with urllib.request.urlopen(f"{api.rstrip('/')}/health", timeout=10) as resp:
+            if resp.status == 200:
+                return
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot reach the Prefect server at PREFECT_API_URL={api}: {exc}") from exc
+    raise ConfigError(f"the Prefect server at PREFECT_API_URL={api} is not healthy")
+
+
+def serve_command(settings: Settings, *, config: Path | None, cron: str, timezone: str, console: Console) -> None:
+    api = os.environ.get("PREFECT_API_URL")
+    if not api:
+        raise ConfigError(
+            "flywheel serve needs a Prefect server: start one with 'prefect server start' "
+            "and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    check_server(api)
+    Store(settings.data_dir, settings.state_url)  # a bad data directory or state URL fails here
+    from flows.prefect_env import configure_prefect
+
+    configure_prefect(settings.data_dir)
+    check_schedule(cron, timezone)
+    from flows.schedule import DEPLOYMENT_NAME, serve_nightly
+
+    console.print(
+        f"Serving deployment flywheel-scheduled-round/{DEPLOYMENT_NAME} on '{cron}' ({timezone}); "
+        f"data in {Path(settings.data_dir).resolve()}. Ctrl+C to stop."
+    )
+    serve_nightly(data_dir=Path(settings.data_dir), state_url=settings.state_url, config=config, cron=cron, timezone=timezone)
