@@ -4,6 +4,7 @@ server for command-line tests, and a helper to run the ``flywheel`` command."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,17 +25,6 @@ def _pg_admin_conn():
     import psycopg
 
     return psycopg.connect(POSTGRES_ADMIN.replace("+psycopg", ""), autocommit=True)
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for this test session, dropped afterwards."""
-    name = f"flywheel_test_{uuid.uuid4().hex[:10]}"
-    with _pg_admin_conn() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-    with _pg_admin_conn() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -55,17 +46,58 @@ def state_url(request, tmp_path) -> str | None:
     return request.getfixturevalue("fresh_postgres_url")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_for(what: str, check, *, timeout: float = 120, interval: float = 0.3):
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)  # polling for a condition, not waiting for luck
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def running(args: list[str], *, env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen]:
+    """A long-running command (a server), interrupted like a user would when done."""
+    proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def alive(proc: subprocess.Popen) -> bool:
+    if proc.poll() is not None:
+        raise AssertionError(f"the command exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+    return True
 
 
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory) -> Iterator[str]:
     """A real Prefect server for the session; command-line tests run their flows on it."""
     home = tmp_path_factory.mktemp("prefect-home")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "PREFECT_HOME": str(home),
@@ -81,18 +113,11 @@ def prefect_server(tmp_path_factory) -> Iterator[str]:
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"Prefect server did not start; see {home / 'server.log'}")
-        time.sleep(0.5)  # polling for the server to answer, not waiting for luck
+    try:
+        wait_for("the Prefect server", lambda: proc.poll() is None and http_ok(f"{url}/health"), timeout=120)
+    except AssertionError:
+        proc.kill()
+        raise RuntimeError(f"Prefect server did not start; see {home / 'server.log'}") from None
     yield url
     proc.terminate()
     try:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
 from curation.formats.openai_chat import check_record
-from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.conftest import alive, cli_env, flywheel, flywheel_executable, free_port, http_ok, running, wait_for
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -87,14 +86,12 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
     env["FLYWHEEL_ROUND__SHARD_SIZE"] = "10"
     proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 240
-        committed = 0
-        while committed < 3:
+
+        def three_shards_committed() -> bool:
             assert proc.poll() is None, "the round finished before it could be killed"
-            assert time.monotonic() < deadline, "no shard was committed in time"
-            time.sleep(0.2)  # polling the state database for committed shards
-            if (data / "state.db").exists():
-                committed = len(Store(data).done_keys("r0001", "episodes"))
+            return (data / "state.db").exists() and len(Store(data).done_keys("r0001", "episodes")) >= 3
+
+        wait_for("three committed shards", three_shards_committed, timeout=240, interval=0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -116,37 +113,8 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
 
 
 def test_review_command_serves_the_page(tmp_path):
-    import socket
-    import urllib.request
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [flywheel_executable(), "review", "--port", str(port), "--data-dir", str(tmp_path / "d")],
-        env=cli_env(None),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the review app did not answer"
-            time.sleep(0.3)  # polling until the server answers
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
-            assert resp.status == 200
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    port = free_port()
+    args = [flywheel_executable(), "review", "--port", str(port), "--data-dir", str(tmp_path / "d")]
+    with running(args, env=cli_env(None), cwd=tmp_path) as proc:
+        wait_for("the review app", lambda: alive(proc) and http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60)
+        assert http_ok(f"http://127.0.0.1:{port}/")

@@ -4,14 +4,11 @@ and a run of it produces a complete round."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import time
 import urllib.request
 
 import pytest
 
-from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.conftest import alive, cli_env, flywheel, flywheel_executable, running, wait_for
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -26,34 +23,17 @@ def _api(url: str, path: str, body: dict | None = None) -> dict | list:
         return json.loads(resp.read() or b"null")
 
 
-def _wait(what: str, check, timeout: float = 180):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)  # polling the Prefect API for the condition
-
-
 def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect_server):
     (tmp_path / "flywheel.toml").write_text("[round]\nepisodes = 12\nrollouts = 2\n")
-    proc = subprocess.Popen(
-        [flywheel_executable(), "serve", "--cron", "0 3 * * *", "--config", str(tmp_path / "flywheel.toml")],
-        env=cli_env(prefect_server),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    args = [flywheel_executable(), "serve", "--cron", "0 3 * * *", "--config", str(tmp_path / "flywheel.toml")]
+    with running(args, env=cli_env(prefect_server), cwd=tmp_path) as proc:
 
         def deployment():
-            assert proc.poll() is None, proc.stderr.read()
+            alive(proc)
             found = _api(prefect_server, "/deployments/filter", {"deployments": {"name": {"any_": ["nightly"]}}})
             return found[0] if found else None
 
-        dep = _wait("the deployment", deployment)
+        dep = wait_for("the deployment", deployment)
         assert [s["schedule"]["cron"] for s in dep["schedules"]] == ["0 3 * * *"]
         run = _api(prefect_server, f"/deployments/{dep['id']}/create_flow_run", {})
 
@@ -62,13 +42,7 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
             assert state not in ("FAILED", "CRASHED", "CANCELLED"), state
             return state == "COMPLETED"
 
-        _wait("the scheduled round", finished, timeout=300)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        wait_for("the scheduled round", finished, timeout=300)
     con = Store(tmp_path / "flywheel-data").duck()
     assert con.execute("SELECT count(*) FROM episodes").fetchone()[0] == 12
 

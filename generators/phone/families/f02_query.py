@@ -10,7 +10,7 @@ from warehouse.contract import Action, Requirement, TaskSpec
 
 from generators.phone import seeddata
 from generators.phone.apps.calendar import add_event
-from generators.phone.apps.contacts import add_contact, add_random_contact
+from generators.phone.apps.contacts import add_random_contact
 from generators.phone.families.base import Family, call, finish
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
