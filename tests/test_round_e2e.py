@@ -118,3 +118,18 @@ def test_review_command_serves_the_page(tmp_path):
     with running(args, env=cli_env(None), cwd=tmp_path) as proc:
         wait_for("the review app", lambda: alive(proc) and http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60)
         assert http_ok(f"http://127.0.0.1:{port}/")
+
+
+def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
+    """The README's first command as a new user runs it: no Prefect server, a fresh
+    Prefect home; only progress and a summary reach the terminal."""
+    run = flywheel("run", "--episodes", "20", env=cli_env(None), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Finished round r0001: 20 episodes" in run.stdout
+    noise = [
+        line
+        for line in (run.stdout + run.stderr).splitlines()
+        if any(w in line.lower() for w in ("warning", "error", "traceback", "telemetry", "prefect"))
+    ]
+    assert noise == []
+    assert (tmp_path / "flywheel-data" / "prefect").is_dir()
