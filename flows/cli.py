@@ -168,6 +168,81 @@ def export(
     out.print(f"Manifest: {result.manifest_path}")
 
 
+@app.command()
+def feedback(
+    file: Annotated[Path, typer.Argument(help="JSON list or JSON Lines of {task_id, success or reward, model?}.")],
+    model: Annotated[str, typer.Option("--model", help="Model the results belong to (unless a record names one).")] = "",
+    threshold: Annotated[
+        float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
+    ] = 1.0,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Import a trainer's per-task results; the next round's mix follows them."""
+    from flows.feedback_cmd import import_feedback
+    from flows.views import print_feedback_import
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    result = import_feedback(Store(settings.data_dir, settings.state_url), file, model=model, threshold=threshold)
+    print_feedback_import(out, err, result, str(file))
+
+
+@app.command(name="eval")
+def eval_(
+    round_id: Annotated[str | None, typer.Option("--round", help="Round to evaluate (default: the latest).")] = None,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Record a round's own outcomes as feedback (when no trainer results come back)."""
+    from flows.feedback_cmd import eval_round
+    from flows.views import print_feedback_import
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    result = eval_round(Store(settings.data_dir, settings.state_url), round_id)
+    print_feedback_import(out, err, result, round_id or "the latest round")
+
+
+@app.command()
+def plan(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Show competence per family and the mix the next round would use."""
+    from flows.planning import current_competence, mix_for
+    from flows.stages import selected_families
+    from flows.views import print_plan
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    store = Store(settings.data_dir, settings.state_url)
+    families = selected_families(settings)
+    batch, competence = current_competence(store)
+    mix = mix_for(store, settings, families)
+    total = sum(m.weight for m in mix) or 1.0
+    data = {
+        "feedback_batch": batch,
+        "competence": [
+            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
+             "mean": round(c.mean, 4), "zone": c.zone}
+            for c in competence.values()
+        ],
+        "mix": [
+            {"family": m.family, "share": round(m.weight / total, 4), "difficulty": m.difficulty, "reason": m.reason}
+            for m in mix
+        ],
+    }
+    if as_json:
+        out.print_json(json.dumps(data))
+    else:
+        print_plan(out, data)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)

@@ -7,14 +7,15 @@ from datetime import datetime
 from typing import Any
 
 from curation.checks import DuplicateIndex, curate
+from flows.planning import next_plan
 from generators.collect import run_episode
 from generators.phone.families import FAMILIES, get_family
-from generators.planner import Plan, plan_round, round_seed
+from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
 from generators.writers.template import TemplateWriter
 from warehouse import state
-from warehouse.errors import ConfigError
 from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
+from warehouse.errors import ConfigError
 from warehouse.query import iter_records
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -42,13 +43,7 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
             return last, True
         number = 1 if last is None else last.number + 1
         r = settings.round
-        plan = plan_round(
-            episodes=r.episodes,
-            rollouts=r.rollouts,
-            families=selected_families(settings),
-            difficulty=r.difficulty,
-            seed=round_seed(r.seed, number),
-        )
+        plan = next_plan(store, settings, selected_families(settings), number)
         plan_data = {**plan.to_dict(), "shard_size": r.shard_size}
         return state.open_round(session=s, requested_episodes=r.episodes, seed=plan.seed, plan=plan_data), False
 

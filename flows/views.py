@@ -94,3 +94,34 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     console.print(f"Data: {settings.data_dir.resolve()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")
+
+
+def print_feedback_import(console: Console, errors: Console, result, source: str) -> None:
+    if result.already:
+        console.print(f"{source} was already imported as {result.batch}; nothing changed")
+        return
+    for line, problem in result.skipped[:20]:
+        errors.print(f"skipped line {line}: {problem}", markup=False, highlight=False)
+    if len(result.skipped) > 20:
+        errors.print(f"... and {len(result.skipped) - 20} more skipped lines", highlight=False)
+    console.print(f"Recorded {result.imported} results from {source} as {result.batch}"
+                  + (f"; skipped {len(result.skipped)}" if result.skipped else ""))
+    console.print("Next round's mix: [bold]flywheel plan[/]")
+
+
+def print_plan(console: Console, data: dict[str, Any]) -> None:
+    if data["competence"]:
+        table = Table(title=f"Competence (feedback {data['feedback_batch']})", box=box.SIMPLE_HEAD)
+        for col in ("family", "level", "results", "success", "zone"):
+            table.add_column(col, no_wrap=True)
+        for c in data["competence"]:
+            table.add_row(c["family"], str(c["difficulty"]), str(c["n"]), f"{c['mean']:.0%}", c["zone"])
+        console.print(table)
+    else:
+        console.print("No feedback yet: the next round explores every family evenly.")
+    table = Table(title="Next round's mix", box=box.SIMPLE_HEAD)
+    for col in ("family", "share", "level", "why"):
+        table.add_column(col, no_wrap=col != "why")
+    for m in data["mix"]:
+        table.add_row(m["family"], f"{m['share']:.0%}", str(m["difficulty"]), m["reason"])
+    console.print(table)

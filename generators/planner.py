@@ -27,6 +27,7 @@ class Plan:
     seed: int
     slots: list[TaskSlot] = field(default_factory=list)
     weights: dict[str, float] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # why each family got its share
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -40,6 +41,7 @@ class Plan:
             seed=data["seed"],
             slots=slots,
             weights=dict(data.get("weights", {})),
+            reasons=dict(data.get("reasons", {})),
         )
 
     def episode_slots(self) -> list[tuple[int, int]]:
@@ -60,9 +62,12 @@ def plan_round(
     difficulty: int,
     seed: int,
     weights: dict[str, float] | None = None,
+    difficulties: dict[str, int] | None = None,
+    reasons: dict[str, str] | None = None,
 ) -> Plan:
     """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
-    ``rollouts`` per task; the last task of the plan takes the remainder."""
+    ``rollouts`` per task; the last task of the plan takes the remainder. A family's
+    difficulty is ``difficulties[family]`` if given, else ``difficulty``."""
     if not families:
         raise ValueError("a plan needs at least one family")
     w = {f: float((weights or {}).get(f, 1.0)) for f in families}
@@ -74,9 +79,17 @@ def plan_round(
     left = episodes
     for i, fam in enumerate(order):
         k = min(rollouts, left)
-        slots.append(TaskSlot(family=fam, difficulty=difficulty, seed=seed + i, rollouts=k))
+        level = (difficulties or {}).get(fam, difficulty)
+        slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k))
         left -= k
-    return Plan(episodes=episodes, rollouts=rollouts, seed=seed, slots=slots, weights={f: w[f] / total for f in w})
+    return Plan(
+        episodes=episodes,
+        rollouts=rollouts,
+        seed=seed,
+        slots=slots,
+        weights={f: round(w[f] / total, 6) for f in w},
+        reasons=dict(reasons or {}),
+    )
 
 
 def _largest_remainder(quotas: dict[str, float], n: int) -> dict[str, int]:

@@ -198,6 +198,21 @@ class ReviewDecision(_Record):
     decided_at: datetime
 
 
+class FeedbackRecord(_Record):
+    """One result of a trained (or evaluated) model on one task: what the next plan learns from."""
+
+    task_id: str
+    family: str
+    difficulty: int = 1
+    capabilities: list[str] = Field(default_factory=list)
+    model: str = ""
+    success: bool
+    reward: float | None = None
+    source: Literal["trainer", "eval"] = "trainer"
+    batch: str  # the import or eval this record came in with
+    recorded_at: datetime
+
+
 class EpisodeRecord(_Record):
     """An episode with its steps and outcome: the unit a collector produces."""
 

@@ -96,6 +96,7 @@ TABLES: dict[str, TableSpec] = {
     "steps": TableSpec("steps", contract.Step, ("episode_id", "index")),
     "outcomes": TableSpec("outcomes", contract.Outcome, ("episode_id",)),
     "marks": TableSpec("marks", contract.CurationMark, ("episode_id", "check")),
+    "feedback": TableSpec("feedback", contract.FeedbackRecord, ("batch", "task_id", "model")),
 }
 
 

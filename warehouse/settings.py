@@ -43,6 +43,7 @@ class RoundSettings(BaseModel):
     seed: int = 0
     families: list[str] = Field(default_factory=list)  # empty: every family
     difficulty: int = Field(1, ge=1, le=5)
+    adaptive: bool = True  # the mix and difficulty follow the latest feedback
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,154 @@
+"""Feedback in: a trainer's per-task results (``flywheel feedback``) or a round's own
+outcomes (``flywheel eval``). Each import is one committed unit whose key comes from
+its content, so importing the same file twice changes nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from warehouse import state
+from warehouse.contract import FeedbackRecord, TaskSpec
+from warehouse.errors import InputError
+from warehouse.ids import digest
+from warehouse.query import iter_records
+from warehouse.store import Store
+
+FEEDBACK_ROUND = "feedback"  # feedback shards are filed under this pseudo-round
+
+
+@dataclass
+class FeedbackImport:
+    batch: str
+    imported: int
+    already: bool = False
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+def read_json_records(path: Path) -> list[tuple[int, Any | None, str]]:
+    """(line, value, problem) for a JSON list or a JSON Lines file. A JSON list that does
+    not parse is one error naming the position; a bad JSONL line is a problem on its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    if text.lstrip().startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from exc
+        return [(i + 1, v, "") for i, v in enumerate(values)]
+    out: list[tuple[int, Any | None, str]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line), ""))
+        except json.JSONDecodeError as exc:
+            out.append((n, None, f"not JSON at column {exc.colno}: {exc.msg}"))
+    if out and all(problem for _, _, problem in out):
+        raise InputError(f"{path}: not JSON or JSON Lines (line {out[0][0]}: {out[0][2]})")
+    return out
+
+
+def _feedback_row(
+    value: Any, tasks: dict[str, TaskSpec], *, model: str, threshold: float, batch: str, now: datetime
+) -> FeedbackRecord:
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    tid = value.get("task_id")
+    if not isinstance(tid, str) or not tid:
+        raise ValueError("task_id missing")
+    task = tasks.get(tid)
+    if task is None:
+        raise ValueError(f"unknown task id {tid!r}")
+    reward = value.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+        raise ValueError("reward is not a number")
+    success = value.get("success")
+    if success is None:
+        if reward is None:
+            raise ValueError("needs success (true/false) or reward")
+        success = reward >= threshold
+    if not isinstance(success, bool):
+        raise ValueError("success is not true/false")
+    return FeedbackRecord(
+        task_id=tid,
+        family=task.family,
+        difficulty=task.difficulty,
+        capabilities=task.capabilities,
+        model=str(value.get("model") or model),
+        success=success,
+        reward=None if reward is None else float(reward),
+        source="trainer",
+        batch=batch,
+        recorded_at=now,
+    )
+
+
+def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 1.0) -> FeedbackImport:
+    """Import a trainer's per-task results; malformed records are reported by line."""
+    records = read_json_records(path)
+    batch = "fb-" + digest([path.read_bytes().hex(), model, threshold], 16)
+    if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
+        return FeedbackImport(batch=batch, imported=0, already=True)
+    tasks = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
+    now = datetime.now(UTC)
+    rows: list[FeedbackRecord] = []
+    skipped: list[tuple[int, str]] = []
+    for line, value, problem in records:
+        if problem:
+            skipped.append((line, problem))
+            continue
+        try:
+            rows.append(_feedback_row(value, tasks, model=model, threshold=threshold, batch=batch, now=now))
+        except ValueError as exc:
+            skipped.append((line, str(exc)))
+    if not rows:
+        first = f" (line {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+        raise InputError(f"{path}: no usable feedback records{first}")
+    store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
+    return FeedbackImport(batch=batch, imported=len(rows), skipped=skipped)
+
+
+def eval_round(store: Store, round_id: str | None) -> FeedbackImport:
+    """Record a round's own outcomes as feedback (the offline stand-in for a trainer eval)."""
+    with store.session() as s:
+        rounds = [r for r in state.list_rounds(session=s) if r.status == "complete"]
+    if not rounds:
+        raise InputError("no complete round to evaluate; run 'flywheel run' first")
+    known = {r.id for r in rounds}
+    round_id = round_id or rounds[-1].id
+    if round_id not in known:
+        raise InputError(f"no complete round {round_id!r} (complete: {', '.join(sorted(known))})")
+    batch = f"eval-{round_id}"
+    if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
+        return FeedbackImport(batch=batch, imported=0, already=True)
+    con = store.duck([round_id])
+    tasks = {t.task_id: t for t in iter_records(con, "tasks")}
+    now = datetime.now(UTC)
+    rows = [
+        FeedbackRecord(
+            task_id=tid,
+            family=tasks[tid].family,
+            difficulty=tasks[tid].difficulty,
+            capabilities=tasks[tid].capabilities,
+            model=model,
+            success=bool(ok),
+            reward=float(progress),
+            source="eval",
+            batch=batch,
+            recorded_at=now,
+        )
+        for tid, model, ok, progress in con.execute(
+            "SELECT e.task_id, e.policy || CASE WHEN e.model <> '' THEN ':' || e.model ELSE '' END, "
+            "o.success, o.progress FROM episodes e JOIN outcomes o USING (episode_id) ORDER BY e.episode_id"
+        ).fetchall()
+    ]
+    store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
+    return FeedbackImport(batch=batch, imported=len(rows))
