@@ -1,7 +1,9 @@
-"""Writing an export: rows streamed to a file, then a manifest; all or nothing.
+"""Writing an export: rows streamed into one file per split, then a manifest; all or nothing.
 
-Files are written under a temporary name and renamed into place, the manifest last,
-so a manifest on disk means its data file is complete.
+Files are written under temporary names and renamed into place once every row is
+written, the manifest last, so a manifest on disk vouches for complete files. A
+previous export of the same name is replaced as a whole (its manifest is removed
+first, then its files).
 """
 
 from __future__ import annotations
@@ -9,48 +11,134 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PARQUET_BATCH = 2048
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 @dataclass
 class ExportResult:
-    data_path: Path
     manifest_path: Path
+    files: dict[str, dict[str, Any]]
     rows: int
-    sha256: str
+
+    @property
+    def paths(self) -> list[Path]:
+        return [self.manifest_path.parent / name for name in sorted(self.files)]
 
 
-def write_jsonl_export(
-    out_dir: Path, name: str, rows: Iterable[dict[str, Any]], manifest: Callable[[], dict[str, Any]]
-) -> ExportResult:
-    """Stream ``rows`` to ``out_dir/name.jsonl`` and write ``name.manifest.json`` beside it.
+@dataclass
+class _Sink:
+    tmp: Path
+    final: Path
+    rows: int = 0
+    fh: Any = None
+    writer: pq.ParquetWriter | None = None
+    buffer: list[dict[str, Any]] = field(default_factory=list)
 
-    ``manifest`` is called once every row is written, so it can report counts
-    gathered while the rows streamed."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    data_path = out_dir / f"{name}.jsonl"
-    manifest_path = out_dir / f"{name}.manifest.json"
-    tmp = out_dir / f".{name}.jsonl.tmp-{os.getpid()}"
-    sha = hashlib.sha256()
-    count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
-                fh.write(line)
-                sha.update(line.encode("utf-8"))
-                count += 1
-            fh.flush()
-            os.fsync(fh.fileno())
+
+class ExportWriter:
+    """Streams rows into ``out_dir/{name}.{split}.{jsonl|parquet}``; ``finish`` commits."""
+
+    def __init__(self, out_dir: Path, name: str, kind: str = "jsonl", schema: pa.Schema | None = None):
+        if kind not in ("jsonl", "parquet"):
+            raise ValueError(f"unknown export file kind {kind!r}")
+        if kind == "parquet" and schema is None:
+            raise ValueError("a Parquet export needs a schema")
+        self.out_dir, self.name, self.kind, self.schema = Path(out_dir), name, kind, schema
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.sinks: dict[str, _Sink] = {}
+
+    def _sink(self, split: str) -> _Sink:
+        sink = self.sinks.get(split)
+        if sink is None:
+            final = self.out_dir / f"{self.name}.{split}.{self.kind}"
+            sink = _Sink(tmp=self.out_dir / f".{final.name}.tmp-{os.getpid()}", final=final)
+            if self.kind == "jsonl":
+                sink.fh = sink.tmp.open("w", encoding="utf-8")
+            else:
+                sink.writer = pq.ParquetWriter(sink.tmp, self.schema, compression="zstd")
+            self.sinks[split] = sink
+        return sink
+
+    def write(self, split: str, row: dict[str, Any]) -> None:
+        sink = self._sink(split)
+        if self.kind == "jsonl":
+            sink.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        else:
+            sink.buffer.append(row)
+            if len(sink.buffer) >= PARQUET_BATCH:
+                self._flush(sink)
+        sink.rows += 1
+
+    def _flush(self, sink: _Sink) -> None:
+        if sink.buffer:
+            sink.writer.write_table(pa.Table.from_pylist(sink.buffer, schema=self.schema))
+            sink.buffer.clear()
+
+    def _close(self) -> None:
+        for sink in self.sinks.values():
+            if sink.fh is not None:
+                sink.fh.flush()
+                os.fsync(sink.fh.fileno())
+                sink.fh.close()
+                sink.fh = None
+            if sink.writer is not None:
+                self._flush(sink)
+                sink.writer.close()
+                sink.writer = None
+
+    def abort(self) -> None:
+        """Drop everything written so far; files of an earlier export stay as they were."""
+        for sink in self.sinks.values():
+            try:
+                if sink.fh is not None:
+                    sink.fh.close()
+                if sink.writer is not None:
+                    sink.writer.close()
+            finally:
+                sink.tmp.unlink(missing_ok=True)
+
+    def finish(self, manifest: dict[str, Any]) -> ExportResult:
+        """Rename the files into place and write the manifest (with rows and checksums) last."""
+        self._close()
+        manifest_path = self.out_dir / f"{self.name}.manifest.json"
+        old_files: list[str] = []
+        if manifest_path.exists():
+            try:
+                old_files = list(json.loads(manifest_path.read_text(encoding="utf-8")).get("files", {}))
+            except ValueError:
+                old_files = []
         manifest_path.unlink(missing_ok=True)  # an old manifest must not vouch for new data
-        os.replace(tmp, data_path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    full = {**manifest(), "files": {data_path.name: {"rows": count, "sha256": sha.hexdigest()}}}
-    tmp_manifest = out_dir / f".{name}.manifest.json.tmp-{os.getpid()}"
-    tmp_manifest.write_text(json.dumps(full, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp_manifest, manifest_path)
-    return ExportResult(data_path, manifest_path, count, sha.hexdigest())
+        files: dict[str, dict[str, Any]] = {}
+        for split, sink in sorted(self.sinks.items()):
+            os.replace(sink.tmp, sink.final)
+            files[sink.final.name] = {"split": split, "rows": sink.rows, "sha256": _sha256(sink.final)}
+        for name in old_files:
+            if name not in files and "/" not in name:
+                (self.out_dir / name).unlink(missing_ok=True)
+        full = {**manifest, "files": files}
+        tmp = self.out_dir / f".{manifest_path.name}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(full, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, manifest_path)
+        return ExportResult(manifest_path, files, sum(s.rows for s in self.sinks.values()))
+
+    def __enter__(self) -> ExportWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()

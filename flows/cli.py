@@ -143,27 +143,41 @@ def review(
 @app.command()
 def export(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the export into.")] = Path("exports"),
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="openai (chat JSONL), sharegpt (with per-turn loss flags), hf (Parquet for datasets), "
+            "dpo (preference pairs) or rl (task set with group success stats).",
+        ),
+    ] = "openai",
     verified: Annotated[
         bool, typer.Option("--verified", help="Also export verified episodes nobody has reviewed yet (a first look).")
     ] = False,
     round_ids: Annotated[
         str | None, typer.Option("--round", help="Comma-separated round ids (default: every round).")
     ] = None,
+    scrub: Annotated[
+        bool, typer.Option("--scrub/--no-scrub", help="Replace PII in free text with placeholders (default: on).")
+    ] = True,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Export approved episodes as OpenAI chat fine-tuning JSONL with a manifest."""
-    from flows.export_cmd import export_openai_chat
+    """Export curated episodes (one file per split) with a manifest of what, why and from where."""
+    from flows.export_cmd import export as run
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
-    result, manifest = export_openai_chat(
-        Store(settings.data_dir, settings.state_url), out_dir, include_verified=verified, round_ids=rounds
+    result, manifest = run(
+        Store(settings.data_dir, settings.state_url), out_dir, fmt=fmt.strip().lower(), include_verified=verified,
+        round_ids=rounds, scrub=scrub, settings=settings,
     )
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
-    out.print(f"Exported {result.rows} episodes to {result.data_path}")
+    splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
+    out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}")
 

@@ -1,28 +1,32 @@
-"""``flywheel export``: select, format and write, with a manifest of what and why."""
+"""``flywheel export``: pick the rounds, load review decisions, run one export per format."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from curation.exporter import ExportResult, write_jsonl_export
-from curation.formats.openai_chat import check_record, to_openai_chat
-from curation.selection import exclusion_reason
-from generators.phone import openai_tool_schemas
+from curation.export_run import FORMATS, run_export
+from curation.exporter import ExportResult
+from curation.pii import Scrubber
 from warehouse import state
-from warehouse.contract import SCHEMA_VERSION, Step
 from warehouse.errors import InputError
-from warehouse.query import iter_records
+from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def export_openai_chat(
-    store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None
+def export(
+    store: Store,
+    out_dir: Path,
+    *,
+    fmt: str = "openai",
+    include_verified: bool,
+    round_ids: list[str] | None = None,
+    scrub: bool = True,
+    settings: Settings | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
-    """Write approved (and with ``include_verified``, verified unreviewed) episodes."""
+    """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
         decisions = state.latest_decisions(session=s)
@@ -30,55 +34,15 @@ def export_openai_chat(
     unknown = sorted(set(rounds) - set(known))
     if unknown:
         raise InputError(f"unknown round(s): {', '.join(unknown)} (known: {', '.join(known) or 'none'})")
-    excluded: Counter[str] = Counter()
-    lineage: dict[str, set] = {"rounds": set(), "policies": set(), "seeds": set(), "reviewers": set(), "families": set()}
-    seen = {"in": 0}
+    kinds = tuple(settings.curation.pii_kinds) if settings is not None else None
+    scrubber = (Scrubber(kinds) if kinds is not None else Scrubber()) if scrub else None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir} exists and is not a directory")
+    con = store.duck(rounds)
+    return run_export(con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified,
+                      scrubber=scrubber)
 
-    def rows() -> Iterator[dict[str, Any]]:
-        for round_id in rounds:
-            con = store.duck([round_id])
-            tasks = {t.task_id: t for t in iter_records(con, "tasks")}
-            marks: dict[str, dict] = {}
-            for m in iter_records(con, "marks"):
-                marks.setdefault(m.episode_id, {})[m.check] = m
-            steps: dict[str, list[Step]] = {}
-            for st in iter_records(con, "steps"):
-                steps.setdefault(st.episode_id, []).append(st)
-            for ep in iter_records(con, "episodes"):
-                seen["in"] += 1
-                review = decisions.get(ep.episode_id)
-                why = exclusion_reason(
-                    marks.get(ep.episode_id, {}), review.decision if review else None, include_verified=include_verified
-                )
-                if why:
-                    excluded[why] += 1
-                    continue
-                task = tasks[ep.task_id]
-                record = to_openai_chat(task, ep, steps.get(ep.episode_id, []), openai_tool_schemas(task.tools))
-                problems = check_record(record)
-                if problems:
-                    excluded["invalid_record"] += 1
-                    continue
-                lineage["rounds"].add(round_id)
-                lineage["policies"].add(ep.policy)
-                lineage["seeds"].add(task.seed)
-                lineage["families"].add(ep.family)
-                if review:
-                    lineage["reviewers"].add(review.reviewer)
-                yield record
 
-    started = datetime.now(UTC).isoformat()
-
-    def manifest() -> dict[str, Any]:
-        return {
-            "format": "openai-chat",
-            "schema_version": SCHEMA_VERSION,
-            "created_at": started,
-            "selection": "approved + verified unreviewed" if include_verified else "approved",
-            "episodes_in": seen["in"],
-            "excluded": dict(excluded),
-            "lineage": {k: sorted(v) for k, v in lineage.items()},
-        }
-
-    result = write_jsonl_export(out_dir, "openai-chat", rows(), manifest)
-    return result, manifest()
+def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None):
+    """The OpenAI chat export (kept for callers of the first version)."""
+    return export(store, out_dir, fmt="openai", include_verified=include_verified, round_ids=round_ids)

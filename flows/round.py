@@ -48,8 +48,8 @@ def collect_shard_task(store: Store, round_id: str, key: str, settings: Settings
 
 
 @task(name="curate", cache_policy=NO_CACHE)
-def curate_task(store: Store, round_id: str) -> int:
-    return stages.curate_round(store, round_id)
+def curate_task(store: Store, round_id: str, settings: Settings) -> int:
+    return stages.curate_round(store, round_id, settings)
 
 
 @flow(name="flywheel-round", validate_parameters=False, log_prints=False, persist_result=False)
@@ -67,7 +67,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
             for key in todo:
                 collect_shard_task(store, rnd.id, key, settings)
                 bar.advance()
-        curate_task(store, rnd.id)
+        curate_task(store, rnd.id, settings)
         stages.finish_round(store, rnd.id)
         counts = stages.round_counts(store, rnd.id)
     return RoundSummary(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from curation.checks import DuplicateIndex, curate
 from flows.planning import next_plan
 from generators.collect import run_episode
 from generators.phone.families import FAMILIES, get_family
@@ -120,20 +119,14 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     return len(episodes)
 
 
-def curate_round(store: Store, round_id: str) -> int:
-    """Marks for every episode of the round; exact duplicates also against earlier rounds."""
+def curate_round(store: Store, round_id: str, settings: Settings | None = None) -> int:
+    """The curation cascade's marks for every episode of the round (see curation.cascade);
+    exact duplicates also against earlier rounds. Returns the number of marks written."""
     if CURATE_KEY in store.done_keys(round_id, "marks"):
         return 0
-    con = store.duck()
-    prior = con.execute(
-        "SELECT json_extract_string(detail, '$.key') AS k, episode_id FROM marks "
-        "WHERE \"check\" = 'exact_duplicate' AND passed AND round_id <> ?",
-        [round_id],
-    ).fetchall()
-    index = DuplicateIndex(first={k: e for k, e in prior})
-    marks = curate(_round_records(con, round_id), index)
-    store.commit_unit(round_id, CURATE_KEY, {"marks": marks})
-    return len(marks)
+    from flows.curate_stage import curate_round_cascade
+
+    return curate_round_cascade(store, round_id, CURATE_KEY, settings)["marks"]
 
 
 def _round_records(con, round_id: str):

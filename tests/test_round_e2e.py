@@ -59,15 +59,16 @@ def test_full_round_status_and_export(tmp_path, backend_env):
 
     export = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=backend_env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
-    lines = (tmp_path / "out" / "openai-chat.jsonl").read_text().splitlines()
     manifest = json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())
+    lines = [line for name in sorted(manifest["files"]) for line in (tmp_path / "out" / name).read_text().splitlines()]
     assert 0 < len(lines) <= r["successes"]
     for line in lines:
         record = json.loads(line)
         assert check_record(record) == []
         assert any(m.get("tool_calls") for m in record["messages"])
         assert any(m["role"] == "tool" for m in record["messages"])
-    assert manifest["files"]["openai-chat.jsonl"]["rows"] == len(lines)
+    assert sum(f["rows"] for f in manifest["files"].values()) == len(lines)
+    assert set(manifest["files"]) <= {f"openai-chat.{s}.jsonl" for s in ("train", "dev", "test", "challenge")}
     assert manifest["episodes_in"] == 100
     assert sum(manifest["excluded"].values()) + len(lines) == 100
     assert manifest["lineage"]["rounds"] == ["r0001"]
@@ -75,8 +76,8 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     # Without --verified, nothing is approved yet: nothing is exported, and the manifest says why.
     approved_only = flywheel("export", "--out", str(tmp_path / "out2"), env=backend_env, cwd=tmp_path)
     assert approved_only.returncode == 0, approved_only.stderr
-    assert (tmp_path / "out2" / "openai-chat.jsonl").read_text() == ""
-    assert json.loads((tmp_path / "out2" / "openai-chat.manifest.json").read_text())["excluded"]
+    empty = json.loads((tmp_path / "out2" / "openai-chat.manifest.json").read_text())
+    assert empty["files"] == {} and empty["excluded"]["not_reviewed"] > 0
 
 
 def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect_server):
@@ -84,12 +85,13 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
     data = tmp_path / "flywheel-data"
     args = [flywheel_executable(), "run", "--episodes", "2000", "--no-progress"]
     env["FLYWHEEL_ROUND__SHARD_SIZE"] = "20"
+    watcher = Store(data)  # one reader for the whole test, opened before the writer starts
     proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
 
         def three_shards_committed() -> bool:
             assert proc.poll() is None, "the round finished before it could be killed"
-            return (data / "state.db").exists() and len(Store(data).done_keys("r0001", "episodes")) >= 3
+            return len(watcher.done_keys("r0001", "episodes")) >= 3
 
         wait_for("three committed shards", three_shards_committed, timeout=240, interval=0.2)
         proc.send_signal(signal.SIGKILL)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -46,6 +46,18 @@ class RoundSettings(BaseModel):
     adaptive: bool = True  # the mix and difficulty follow the latest feedback
 
 
+class CurationSettings(BaseModel):
+    """Knobs of the curation cascade (see README, Curation)."""
+
+    near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0)
+    near_dup_action_weight: float = Field(0.8, ge=0.0, le=1.0)
+    cost_tolerance: float = Field(0.25, ge=0.0)
+    review_sample_rate: float = Field(0.05, ge=0.0, le=1.0)
+    pii_kinds: list[Literal["email", "card", "account", "phone", "address"]] = Field(
+        default_factory=lambda: ["email", "card", "account", "phone", "address"]
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="FLYWHEEL_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -56,6 +68,7 @@ class Settings(BaseSettings):
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
     review_port: int = 8501
+    curation: CurationSettings = Field(default_factory=CurationSettings)
 
     @classmethod
     def settings_customise_sources(

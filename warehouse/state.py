@@ -76,8 +76,10 @@ class Review(ReviewBase, table=True):
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
+    # Switching to WAL takes an exclusive lock; only the first connection ever needs to.
+    if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
 

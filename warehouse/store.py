@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import Session
@@ -16,7 +17,7 @@ from sqlmodel import Session
 from warehouse import query, state
 from warehouse.errors import StorageError
 from warehouse.schemas import TABLES
-from warehouse.shards import ShardFile, check_data_dir, remove_orphans, write_shard
+from warehouse.shards import ShardFile, check_data_dir, remove_orphans, write_arrow_shard, write_shard
 
 
 def default_state_url(data_dir: Path) -> str:
@@ -75,6 +76,12 @@ class Store:
     def commit_unit(self, round_id: str, key: str, records: dict[str, list[BaseModel]]) -> None:
         """Write one unit of work (several tables) and record it all at once."""
         shards = [write_shard(self.data_dir, ShardFile(t, round_id, key), recs) for t, recs in records.items()]
+        with self.session() as s:
+            state.record_shards(session=s, shards=shards)
+
+    def commit_tables(self, round_id: str, key: str, tables: dict[str, pa.Table]) -> None:
+        """Like :meth:`commit_unit`, for tables already in Arrow form (bulk writers)."""
+        shards = [write_arrow_shard(self.data_dir, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
 

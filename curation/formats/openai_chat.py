@@ -44,26 +44,32 @@ def _assistant(step: Step) -> dict[str, Any]:
     return msg
 
 
-def to_openai_chat(
-    task: TaskSpec, episode: Episode, steps: list[Step], tools: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """One chat fine-tuning record for an episode; ``tools`` are the exposed schemas."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": episode.instruction},
+def chat_turns(instruction: str, steps: list[Step]) -> list[tuple[dict[str, Any], int | None]]:
+    """(message, index of the step that produced it or None) for an episode's chat."""
+    turns: list[tuple[dict[str, Any], int | None]] = [
+        ({"role": "system", "content": SYSTEM_PROMPT}, None),
+        ({"role": "user", "content": instruction}, None),
     ]
     for step in sorted(steps, key=lambda s: s.index):
         if step.actor != "planner":
             continue
         if step.action.kind == "invalid":
-            messages.append({"role": "assistant", "content": step.action.raw or step.action.text or ""})
+            turns.append(({"role": "assistant", "content": step.action.raw or step.action.text or ""}, step.index))
             error = step.feedback.error.message if step.feedback.error else "invalid call"
-            messages.append({"role": "user", "content": f"[harness] {error}"})
+            turns.append(({"role": "user", "content": f"[harness] {error}"}, None))
             continue
-        messages.append(_assistant(step))
+        turns.append((_assistant(step), step.index))
         if step.action.kind == "finish":
             break
-        messages.append({"role": "tool", "tool_call_id": _call_id(step), "content": _tool_content(step)})
+        turns.append(({"role": "tool", "tool_call_id": _call_id(step), "content": _tool_content(step)}, None))
+    return turns
+
+
+def to_openai_chat(
+    task: TaskSpec, episode: Episode, steps: list[Step], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One chat fine-tuning record for an episode; ``tools`` are the exposed schemas."""
+    messages = [m for m, _ in chat_turns(episode.instruction, steps)]
     return {"messages": messages, "tools": tools, "metadata": {"episode_id": episode.episode_id, "task_id": task.task_id}}
 
 

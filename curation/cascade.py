@@ -1,0 +1,119 @@
+"""The curation cascade: each step a pure function over columns that returns marks.
+
+    verified ─ schema ─ replay ─ heuristics ─ exact dup ─ near dup ─ selection ─ pii ─ routing
+
+A step sees the marks of the steps before it only through ``eligible`` masks (a broken
+episode is not replayed, a duplicate is not selected). Nothing is deleted: every episode
+gets one mark per step, and the funnel counts what each step marked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from curation.cost_select import selection_marks
+from curation.exact_dup import exact_duplicate_marks
+from curation.heuristics import heuristic_marks
+from curation.marking import marks_frame
+from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.pii import ORDER as PII_KINDS
+from curation.pii import pii_marks
+from curation.replay import ReplayFn, replay_hash, replay_marks
+from curation.routing import routing_marks
+from curation.schema_check import schema_marks
+from curation.signatures import call_columns, exact_keys
+from warehouse.contract import TaskSpec
+
+# the checks whose failure keeps an episode out of SFT exports, in cascade order
+GATING = ("schema", "replay", "exact_duplicate", "near_duplicate", "selection")
+STEPS = ("verified", "schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "pii", "routing")
+
+
+@dataclass(frozen=True)
+class CascadeConfig:
+    near_dup: NearDupConfig = NearDupConfig()
+    cost_tolerance: float = 0.25
+    review_rate: float = 0.05
+    pii_kinds: tuple[str, ...] = PII_KINDS
+
+
+@dataclass
+class CascadeInput:
+    episodes: pd.DataFrame  # curation.frame.episode_frame
+    steps: pd.DataFrame  # curation.frame.step_frame
+    tasks: dict[str, TaskSpec]
+    prior_exact: dict[str, str] = field(default_factory=dict)  # exact key -> owner, earlier rounds
+    known_failure_types: set[str] = field(default_factory=set)
+    fetch_results: Callable[[list[str]], pd.DataFrame] | None = None
+    replay: ReplayFn = replay_hash
+
+
+@dataclass
+class CascadeResult:
+    marks: pd.DataFrame
+    funnel: dict
+    seconds: dict[str, float]
+
+
+def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Did the verifier pass the episode?"""
+    ok = episodes["success"].fillna(False).to_numpy(dtype=bool)
+    reason = np.where(ok, "every hard requirement passed", "failed: " + episodes["failure_type"].fillna(episodes["termination"].fillna("no outcome")).astype(str))
+    return marks_frame(episodes, "verified", np.where(ok, "verified", "not_verified"), ok, reason,
+                       [{"progress": float(p) if p == p else None, "termination": t}
+                        for p, t in zip(episodes["progress"], episodes["termination"])])
+
+
+def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> CascadeResult:
+    """Every step's marks for the episodes of ``inp``, and the funnel."""
+    ep, st = inp.episodes.reset_index(drop=True), inp.steps.reset_index(drop=True)
+    seconds: dict[str, float] = {}
+    out: list[pd.DataFrame] = []
+
+    def timed(name, fn, *args, **kw):
+        t0 = time.perf_counter()
+        res = fn(*args, **kw)
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        return res
+
+    calls = timed("signatures", call_columns, st)
+    out.append(timed("verified", verified_marks, ep))
+    schema = timed("schema", schema_marks, ep, st)
+    out.append(schema)
+    sound = schema["passed"].to_numpy().copy()
+    broken = set(ep["episode_id"][~sound])
+    replay = timed("replay", replay_marks, ep, st, calls["args"].tolist(), inp.tasks, broken, inp.replay)
+    out.append(replay)
+    sound &= replay["passed"].to_numpy()
+    heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
+    out.append(heur)
+    keys = timed("exact_keys", exact_keys, ep, st, calls)
+    exact = timed("exact_duplicate", exact_duplicate_marks, ep, keys, inp.prior_exact)
+    out.append(exact)
+    eligible = sound & exact["passed"].to_numpy()
+    rate = ep.groupby("task_id")["success"].mean()
+    near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
+    out.append(near)
+    eligible &= near["passed"].to_numpy()
+    out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
+    out.append(timed("pii", pii_marks, ep, st, config.pii_kinds))
+    out.append(timed("routing", routing_marks, ep, st, heur["passed"].to_numpy(), inp.known_failure_types,
+                     config.review_rate))
+    marks = pd.concat(out, ignore_index=True)
+    return CascadeResult(marks, funnel_from_marks(marks, len(ep)), seconds)
+
+
+def funnel_from_marks(marks: pd.DataFrame, episodes_in: int) -> dict:
+    """In, what each step marked (by mark), and out (passed every gating step)."""
+    by_step: dict[str, dict[str, int]] = {}
+    for (check, mark), n in marks.groupby(["check", "mark"]).size().items():
+        by_step.setdefault(check, {})[mark] = int(n)
+    gating = marks[marks["check"].isin(GATING)]
+    failed = set(gating.loc[~gating["passed"], "episode_id"])
+    out = episodes_in - len(failed)
+    return {"in": episodes_in, "steps": {s: by_step.get(s, {}) for s in STEPS if s in by_step}, "out": out}

@@ -1,0 +1,72 @@
+"""The columns the cascade reads, pulled from the warehouse in one query per table.
+
+The cascade works on columns (Arrow, then pandas/numpy), not on one pydantic object
+per row: at 100k episodes that is the difference between seconds and minutes. Each
+query states exactly what it reads, so every step declares its inputs.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+EPISODE_COLUMNS = """
+    e.episode_id, e.round_id, e.task_id, e.family, e.template, e.split, e.instruction, e.policy,
+    e.model, e.rollout, e.source, e.schema_version,
+    o.episode_id IS NOT NULL AS has_outcome, o.termination, o.finish_status, o.success, o.progress,
+    o.final_state_hash, o.steps AS outcome_steps, o.tool_calls, o.prompt_tokens, o.completion_tokens,
+    o.final_answer, o.claims, o.minefields_hit,
+    json_extract_string(o.failure, '$.type') AS failure_type,
+    t.task_id IS NOT NULL AS has_task, t.difficulty, t.step_budget, t.optimal_steps, t.seed,
+    s.n_steps, s.min_index, s.max_index, s.n_distinct_index
+"""
+
+
+def episode_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
+    """One row per episode of ``round_id``: episode, outcome, task and step counts."""
+    sql = f"""
+        WITH s AS (
+            SELECT episode_id, count(*) AS n_steps, min("index") AS min_index, max("index") AS max_index,
+                   count(DISTINCT "index") AS n_distinct_index
+            FROM steps WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
+            GROUP BY episode_id
+        )
+        SELECT {EPISODE_COLUMNS}
+        FROM episodes e
+        LEFT JOIN outcomes o USING (episode_id)
+        LEFT JOIN (SELECT DISTINCT ON (task_id) * FROM tasks) t ON t.task_id = e.task_id
+        LEFT JOIN s ON s.episode_id = e.episode_id
+        WHERE e.round_id = $r
+        ORDER BY e.episode_id
+    """
+    return con.execute(sql, {"r": round_id}).df()
+
+
+def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
+    """One row per step of ``round_id``'s episodes, ordered by episode and index.
+
+    Free-form results are left out (they are large); the claims check fetches the few
+    it needs."""
+    sql = """
+        SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
+               feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
+               verification_label, feedback_state_hash
+        FROM steps
+        WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
+        ORDER BY episode_id, "index"
+    """
+    return con.execute(sql, {"r": round_id}).df()
+
+
+def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.DataFrame:
+    """Call ids and results of the given episodes' steps (for grounding claims)."""
+    if not episode_ids:
+        return pd.DataFrame(columns=["episode_id", "index", "action_call_id", "feedback_ok", "feedback_result"])
+    con.register("_want", pd.DataFrame({"episode_id": episode_ids}))
+    try:
+        return con.execute(
+            'SELECT episode_id, "index", action_call_id, feedback_ok, feedback_result FROM steps '
+            "WHERE episode_id IN (SELECT episode_id FROM _want) ORDER BY episode_id, \"index\""
+        ).df()
+    finally:
+        con.unregister("_want")

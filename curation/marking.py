@@ -1,0 +1,58 @@
+"""Marks as columns: every cascade step returns a frame of marks, one row per episode.
+
+A mark says which step made it (``check``), what it decided (``mark``, ``passed``)
+and why (``reason``, ``detail``). Building them as columns keeps 100k episodes cheap;
+``to_arrow`` gives the warehouse's ``marks`` schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from warehouse.ids import canonical_json
+from warehouse.schemas import TABLES
+
+MARK_COLUMNS = ["episode_id", "round_id", "check", "mark", "passed", "reason", "detail"]
+
+
+def marks_frame(
+    episodes: pd.DataFrame,
+    check: str,
+    mark: Sequence[str] | np.ndarray | str,
+    passed: Sequence[bool] | np.ndarray | bool,
+    reason: Sequence[str] | np.ndarray | str = "",
+    detail: Sequence[dict[str, Any] | None] | None = None,
+) -> pd.DataFrame:
+    """One mark of ``check`` per row of ``episodes`` (which needs episode_id and round_id)."""
+    n = len(episodes)
+    details = [canonical_json(d or {}) for d in detail] if detail is not None else ["{}"] * n
+    return pd.DataFrame(
+        {
+            "episode_id": episodes["episode_id"].to_numpy(),
+            "round_id": episodes["round_id"].to_numpy(),
+            "check": check,
+            "mark": np.broadcast_to(np.asarray(mark, dtype=object), n),
+            "passed": np.broadcast_to(np.asarray(passed, dtype=bool), n).copy(),
+            "reason": np.broadcast_to(np.asarray(reason, dtype=object), n),
+            "detail": details,
+        },
+        columns=MARK_COLUMNS,
+    )
+
+
+def to_arrow(marks: pd.DataFrame) -> pa.Table:
+    """Marks in the warehouse's ``marks`` schema."""
+    schema = TABLES["marks"].schema
+    arrays = [pa.array(marks[c].tolist() if c != "passed" else marks[c].astype(bool), type=schema.field(c).type)
+              for c in MARK_COLUMNS]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def failed_ids(marks: pd.DataFrame) -> set[str]:
+    """Episode ids whose mark did not pass."""
+    return set(marks.loc[~marks["passed"], "episode_id"])

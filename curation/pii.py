@@ -1,0 +1,123 @@
+"""Cascade step 6: PII in free text, and the scrubber exports apply.
+
+Kinds: emails, phone numbers, card numbers (Luhn-checked), account numbers (IBAN or
+"account ... 12345678"), street addresses. Each value becomes a placeholder that is
+consistent within one record (the same number is ``<PHONE_1>`` in the instruction, the
+call's arguments and the tool result), so a scrubbed trajectory still makes sense.
+Which kinds are scrubbed is configurable; the export manifest counts replacements.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from curation.marking import marks_frame
+
+CHECK = "pii"
+
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    "card": re.compile(r"\b(?:\d[ -]?){12,18}\d\b"),
+    "account": re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b|(?i:account(?: number| no\.?| #)?:?\s*)\d{6,17}\b"),
+    "phone": re.compile(r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}\b"),
+    "address": re.compile(
+        r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Way|Court|Ct|Place|Pl)\b\.?"
+    ),
+}
+ORDER = ("email", "card", "account", "phone", "address")  # cards before phones: a card holds phone-like runs
+
+
+def luhn_ok(text: str) -> bool:
+    digits = [int(c) for c in text if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+@dataclass
+class Scrubber:
+    """Replaces PII of ``kinds`` with placeholders consistent within one record."""
+
+    kinds: tuple[str, ...] = ORDER
+    counts: Counter = field(default_factory=Counter)
+
+    def record(self) -> RecordScrub:
+        """A scrubber for one record (its own placeholder numbering)."""
+        return RecordScrub(self)
+
+
+class RecordScrub:
+    def __init__(self, parent: Scrubber):
+        self.parent = parent
+        self.seen: dict[tuple[str, str], str] = {}
+        self.next: Counter = Counter()
+
+    def text(self, text: str) -> str:
+        """``text`` with every PII value replaced."""
+        if not text or not isinstance(text, str):
+            return text
+        for kind in ORDER:
+            if kind not in self.parent.kinds:
+                continue
+            text = PATTERNS[kind].sub(lambda m, k=kind: self._placeholder(k, m.group(0)), text)
+        return text
+
+    def _placeholder(self, kind: str, value: str) -> str:
+        if kind == "card" and not luhn_ok(value):
+            return value
+        key = (kind, re.sub(r"\W", "", value).lower())
+        if key not in self.seen:
+            self.next[kind] += 1
+            self.seen[key] = f"<{kind.upper()}_{self.next[kind]}>"
+        self.parent.counts[kind] += 1
+        return self.seen[key]
+
+    def value(self, value: Any) -> Any:
+        """Scrub every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        return value
+
+
+def pii_counts(texts: pd.Series, kinds: tuple[str, ...] = ORDER) -> pd.DataFrame:
+    """Per text, how many values of each kind it holds (cards counted when Luhn-valid)."""
+    out = {}
+    filled = texts.fillna("")
+    for kind in kinds:
+        if kind == "card":
+            out[kind] = filled.map(lambda t: sum(luhn_ok(m) for m in PATTERNS["card"].findall(t)))
+        else:
+            out[kind] = filled.str.count(PATTERNS[kind])
+    return pd.DataFrame(out, index=texts.index)
+
+
+def pii_marks(episodes: pd.DataFrame, steps: pd.DataFrame, kinds: tuple[str, ...] = ORDER) -> pd.DataFrame:
+    """A ``pii`` mark per episode: found (with counts per kind) or none.
+
+    It passes either way: exports scrub what it found. Free text = the instruction,
+    the planner's arguments and its message text."""
+    free = steps["action_arguments"].fillna("")
+    per_step = pii_counts(free, kinds)
+    per_step["episode_id"] = steps["episode_id"].to_numpy()
+    by_ep = per_step.groupby("episode_id", sort=False).sum()
+    instr = pii_counts(episodes["instruction"], kinds).set_index(episodes["episode_id"])
+    total = instr.add(by_ep.reindex(instr.index).fillna(0), fill_value=0).astype(int)
+    found = total.sum(axis=1).to_numpy() > 0
+    details = [{k: int(v) for k, v in row.items() if v} or None for row in total.to_dict("records")]
+    reasons = [", ".join(f"{k} {v}" for k, v in (d or {}).items()) for d in details]
+    return marks_frame(episodes, CHECK, np.where(found, "found", "none"), True, reasons, details)

@@ -1,0 +1,86 @@
+"""Cascade step 2: replay. Re-execute the recorded actions in a fresh world built from
+the task's seed; the final state hash must equal the recorded one.
+
+Catches corrupted or hand-edited episodes. Replays are memoised on (task, actions):
+rollouts that did exactly the same thing replay once. External imports have no seed to
+replay from and are marked ``not_replayable`` (routing sends them to people).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from curation.marking import marks_frame
+from generators.phone import call_tool, get_family
+from generators.phone.tools import META_SCHEMAS
+from warehouse.contract import TaskSpec
+from warehouse.ids import digest
+
+CHECK = "replay"
+
+ReplayFn = Callable[[TaskSpec, list[tuple[str, str, dict]]], str]
+
+
+def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
+    """Final state hash after applying ``actions`` ((kind, tool, arguments)) to a fresh world.
+
+    The world-changing part of :class:`PhoneEnv.step` without the per-step diff, hash and
+    verifier, which replay does not need: a tool call runs the tool, anything else only
+    advances the clock; finish or the step budget ends it."""
+    world = get_family(task.family).build_world(task)
+    for i, (kind, tool, args) in enumerate(actions):
+        if kind == "tool_call" and tool in META_SCHEMAS:
+            kind = tool
+        if kind == "tool_call":
+            call_tool(world, tool, args, allowed=task.tools)
+        else:
+            world.advance()
+        if kind == "finish" and args.get("status") in {"completed", "needs_user", "infeasible", "partial"}:
+            break
+        if i + 1 >= task.step_budget:
+            break
+    return world.state_hash()
+
+
+def replay_marks(
+    episodes: pd.DataFrame,
+    steps: pd.DataFrame,
+    args: list[dict],
+    tasks: dict[str, TaskSpec],
+    skip: set[str],
+    replay: ReplayFn = replay_hash,
+) -> pd.DataFrame:
+    """A ``replay`` mark per episode: match, mismatch, not_replayable or skipped."""
+    starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
+    ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
+    kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
+    memo: dict[tuple[str, str], str] = {}
+    mark, passed, reason, detail = [], [], [], []
+    for eid, tid, source, recorded, a, b in zip(
+        episodes["episode_id"], episodes["task_id"], episodes["source"], episodes["final_state_hash"], starts, ends
+    ):
+        if source == "external":
+            mark.append("not_replayable"), passed.append(True)
+            reason.append("external import: no seed to rebuild its world from"), detail.append(None)
+            continue
+        task = tasks.get(tid)
+        if eid in skip or task is None:
+            mark.append("skipped"), passed.append(False)
+            reason.append("schema check failed: nothing sound to replay"), detail.append(None)
+            continue
+        actions = [(kinds[i], tools[i], args[i]) for i in range(a, b)]
+        key = (tid, digest(actions, 24))
+        got = memo.get(key)
+        if got is None:
+            try:
+                got = memo[key] = replay(task, actions)
+            except Exception as exc:  # a replay crash is a finding about this episode, not a crash of the batch
+                got = memo[key] = f"error: {type(exc).__name__}: {exc}"
+        ok = got == recorded
+        mark.append("match" if ok else "mismatch"), passed.append(ok)
+        reason.append("" if ok else f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}")
+        detail.append(None if ok else {"replayed": got, "recorded": recorded})
+    return marks_frame(episodes, CHECK, mark, passed, reason, detail)

@@ -1,0 +1,77 @@
+"""Cascade step 8: what needs human eyes.
+
+Routed for a reason: the verifier passed an episode the heuristics flagged; a payment
+or permission tool was touched; an external import (no replay); a failure type not
+seen in earlier rounds (the first few of each). Plus a stratified random sample of the
+rest: ``rate`` of each (family, success) stratum, at least one each, chosen by a hash
+of the episode id so the sample is stable across reruns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from curation.marking import marks_frame
+from generators.phone.tools import TOOLS
+from warehouse.ids import digest
+
+CHECK = "routing"
+NOVEL_PER_TYPE = 3
+
+
+def sensitive_tools() -> set[str]:
+    """Tools that touch payments or permissions (by app, name or what they require)."""
+    out = set()
+    for name, tool in TOOLS.items():
+        text = f"{name} {tool.app}".lower()
+        if any(w in text for w in ("permission", "payment", "pay_", "wallet", "transfer", "purchase")):
+            out.add(name)
+    return out
+
+
+def routing_marks(
+    episodes: pd.DataFrame,
+    steps: pd.DataFrame,
+    heuristics_passed: np.ndarray,
+    known_failure_types: set[str],
+    rate: float = 0.05,
+) -> pd.DataFrame:
+    """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto."""
+    success = episodes["success"].fillna(False).to_numpy(dtype=bool)
+    sensitive = sensitive_tools()
+    touched = set(steps.loc[steps["action_tool"].isin(sensitive) & (steps["action_kind"] == "tool_call"), "episode_id"])
+    ftype = episodes["failure_type"].fillna("").to_numpy()
+    eids = episodes["episode_id"].to_numpy()
+    # the first NOVEL_PER_TYPE episodes (in stable hash order) of each never-seen failure type
+    order = np.argsort([digest(["novel", e], 12) for e in eids], kind="stable")
+    seen: dict[str, int] = {}
+    novel = np.zeros(len(eids), dtype=bool)
+    for i in order:
+        t = ftype[i]
+        if t and t not in known_failure_types and seen.get(t, 0) < NOVEL_PER_TYPE:
+            novel[i] = True
+            seen[t] = seen.get(t, 0) + 1
+    reasons: list[list[str]] = [[] for _ in eids]
+    rules = {
+        "verifier passed what the heuristics flagged": success & ~heuristics_passed,
+        "payment or permission tool touched": np.isin(eids, list(touched)),
+        "external import without replay": (episodes["source"] == "external").to_numpy(),
+        "novel failure type": novel,
+    }
+    for text, mask in rules.items():
+        for i in np.flatnonzero(mask):
+            reasons[i].append(text)
+    flagged = np.array([bool(r) for r in reasons], dtype=bool)
+    # stratified sample of the rest
+    u = np.array([int(digest(["sample", e], 8), 16) / 16**8 for e in eids])
+    strata = pd.DataFrame({"s": episodes["family"].astype(str) + "/" + success.astype(str), "u": u, "rest": ~flagged})
+    rest = strata[strata["rest"]]
+    rank = rest.groupby("s")["u"].rank(method="first").reindex(strata.index).to_numpy()
+    size = rest.groupby("s")["u"].transform("size").reindex(strata.index).to_numpy()
+    quota = np.maximum(1, np.ceil(rate * np.nan_to_num(size)))
+    sampled = ~flagged & (rank <= quota)
+    mark = np.where(flagged, "needs_review", np.where(sampled, "sampled", "auto"))
+    reason = ["; ".join(r) if r else ("stratified sample" if s else "") for r, s in zip(reasons, sampled)]
+    detail = [{"reasons": r} if r else ({"stratum": st} if s else None) for r, s, st in zip(reasons, sampled, strata["s"])]
+    return marks_frame(episodes, CHECK, mark, ~(flagged | sampled), reason, detail)

@@ -1,0 +1,178 @@
+"""The cascade's steps as pure functions on small frames, and the whole cascade on a real round."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from curation.cascade import STEPS, run_cascade
+from curation.checks import exact_key
+from curation.cost_select import selection_marks
+from curation.frame import episode_frame, step_frame
+from curation.heuristics import heuristic_marks
+from curation.pii import Scrubber, pii_marks
+from curation.routing import routing_marks
+from curation.schema_check import schema_marks
+from curation.signatures import call_columns, exact_keys
+from flows import stages
+from flows.curate_stage import cascade_input
+from warehouse.query import iter_records
+
+from tests.curation_data import build_round
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory):
+    return build_round(tmp_path_factory.mktemp("cascade") / "data", episodes=150, rollouts=3)
+
+
+def _steps(rows):
+    base = {"actor": "planner", "action_call_id": "", "feedback_ok": True, "error_code": None,
+            "verification_label": "ok", "feedback_state_hash": ""}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def _episodes(rows):
+    base = {"round_id": "r1", "termination": "finished", "finish_status": "completed", "step_budget": 10,
+            "claims": "[]", "success": True, "source": "collected", "family": "F01", "failure_type": None}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def _call(eid, i, tool, args, ok=True, kind="tool_call", label="ok"):
+    return {"episode_id": eid, "index": i, "action_kind": kind, "action_tool": tool,
+            "action_arguments": json.dumps(args), "feedback_ok": ok, "verification_label": label}
+
+
+def test_heuristics_flag_loops_redundant_reads_error_storms_and_budget():
+    steps = _steps([
+        # e1: the same write three times (a loop)
+        *[_call("e1", i, "contacts_update", {"contact_id": "c1", "phone": "1"}) for i in range(3)],
+        _call("e1", 3, "finish", {"status": "completed"}, kind="finish"),
+        # e2: one read twice with no write between, then three failures in a row
+        _call("e2", 0, "contacts_search", {"query": "ana"}),
+        _call("e2", 1, "contacts_search", {"query": "ana"}),
+        *[_call("e2", i, "contacts_get", {"contact_id": f"x{i}"}, ok=False, label="recoverable_error") for i in (2, 3, 4)],
+        _call("e2", 5, "finish", {"status": "completed"}, kind="finish"),
+        # e3: clean; e4: finishes "completed" having done nothing
+        _call("e3", 0, "contacts_search", {"query": "bo"}),
+        _call("e3", 1, "contacts_update", {"contact_id": "c2", "phone": "2"}),
+        _call("e3", 2, "finish", {"status": "completed"}, kind="finish"),
+        _call("e4", 0, "finish", {"status": "completed"}, kind="finish"),
+    ])
+    eps = _episodes([
+        {"episode_id": "e1", "n_steps": 4}, {"episode_id": "e2", "n_steps": 6, "termination": "budget_exhausted"},
+        {"episode_id": "e3", "n_steps": 3}, {"episode_id": "e4", "n_steps": 1},
+    ])
+    marks, flags = heuristic_marks(eps, steps, call_columns(steps))
+    detail = {e: json.loads(d) for e, d in zip(marks["episode_id"], marks["detail"])}
+    assert detail["e1"]["flags"] == ["loop"] and detail["e1"]["masked_steps"] == [1, 2]
+    assert set(detail["e2"]["flags"]) == {"redundant_read", "error_storm", "over_budget"}
+    assert detail["e2"]["masked_steps"] == [1, 2, 3, 4]
+    assert detail["e3"] == {} and marks.set_index("episode_id").loc["e3", "passed"]
+    assert detail["e4"]["flags"] == ["finish_without_evidence"]
+    assert set(marks["check"]) == {"heuristics"}
+
+
+def test_claims_must_cite_a_successful_call_holding_the_value():
+    steps = _steps([
+        _call("e1", 0, "contacts_get", {"contact_id": "c1"}),
+        _call("e1", 1, "finish", {"status": "completed"}, kind="finish"),
+    ])
+    claims = [{"fact": "phone", "call_id": "call_0", "value": "+1 555"}, {"fact": "x", "call_id": "call_9"}]
+    eps = _episodes([{"episode_id": "e1", "n_steps": 2, "claims": json.dumps(claims)}])
+    results = pd.DataFrame({"episode_id": ["e1"], "index": [0], "action_call_id": [""], "feedback_ok": [True],
+                            "feedback_result": ['{"phone": "+1 206"}']})
+    marks, _ = heuristic_marks(eps, steps, call_columns(steps), lambda ids: results)
+    problems = json.loads(marks["detail"][0])["claims"]
+    assert any("+1 555" in p for p in problems) and any("call_9" in p for p in problems)
+
+
+def test_schema_check_names_each_problem():
+    steps = _steps([_call("e1", 0, "contacts_get", {}), _call("e1", 2, "finish", {}, kind="finish", label="weird")])
+    eps = _episodes([{"episode_id": "e1", "task_id": "t", "instruction": "x", "policy": "p", "template": "a",
+                      "split": "train", "schema_version": "1.0", "has_outcome": True, "has_task": True,
+                      "progress": 1.5, "n_steps": 2, "min_index": 0, "max_index": 2, "n_distinct_index": 2,
+                      "outcome_steps": 2}])
+    mark = schema_marks(eps, steps).iloc[0]
+    assert not mark["passed"] and mark["mark"] == "broken"
+    for text in ("progress outside", "step indices", "unknown kind, actor or label"):
+        assert text in mark["reason"]
+
+
+def test_selection_prefers_the_cheapest_success_within_tolerance():
+    eps = _episodes([
+        {"episode_id": f"e{i}", "task_id": "t1", "success": s, "n_steps": n, "tool_calls": n - 1,
+         "prompt_tokens": 0, "completion_tokens": 0}
+        for i, (s, n) in enumerate([(True, 3), (True, 3), (True, 6), (False, 2)])
+    ])
+    marks = selection_marks(eps, np.ones(4, dtype=bool), tolerance=0.25)
+    assert marks["mark"].tolist() == ["preferred", "preferred", "alternative", "evidence"]
+
+
+def test_pii_scrub_is_consistent_within_a_record_and_counts():
+    scrubber = Scrubber()
+    rs = scrubber.record()
+    text = "Call +1 206-555-0101 or mail ana@example.com; card 4111 1111 1111 1111; 12 Baker Street; on 2026-03-02."
+    out = rs.text(text)
+    assert rs.text("again +1 206-555-0101") == "again <PHONE_1>"
+    assert out == "Call <PHONE_1> or mail <EMAIL_1>; card <CARD_1>; <ADDRESS_1>; on 2026-03-02."
+    assert scrubber.counts == {"phone": 2, "email": 1, "card": 1, "address": 1}
+    assert Scrubber(("email",)).record().text(text).count("<") == 1  # configurable kinds
+    eps = _episodes([{"episode_id": "e1", "instruction": text}])
+    mark = pii_marks(eps, _steps([_call("e1", 0, "x", {"to": "bo@example.org"})])).iloc[0]
+    assert json.loads(mark["detail"]) == {"address": 1, "card": 1, "email": 2, "phone": 1}
+
+
+def test_routing_sends_external_and_permission_episodes_and_a_stable_sample():
+    eps = _episodes([{"episode_id": f"e{i}", "family": "F0" + str(i % 3)} for i in range(60)])
+    eps.loc[0, "source"] = "external"
+    steps = _steps([_call("e1", 0, "device_grant_permission", {"app": "x"})])
+    marks = routing_marks(eps, steps, np.ones(60, dtype=bool), set(), rate=0.1)
+    again = routing_marks(eps, steps, np.ones(60, dtype=bool), set(), rate=0.1)
+    by = marks.set_index("episode_id")
+    assert "external import" in by.loc["e0", "reason"] and "permission" in by.loc["e1", "reason"]
+    assert (marks["mark"] == "sampled").sum() >= 3  # at least one per stratum
+    assert marks["mark"].tolist() == again["mark"].tolist()
+
+
+def test_cascade_on_a_real_round_marks_every_episode_once_per_step(curated):
+    store, round_id = curated
+    con = store.duck()
+    marks = con.execute('SELECT episode_id, "check" FROM marks').df()
+    n = con.execute("SELECT count(*) FROM episodes").fetchone()[0]
+    assert len(marks) == n * len(STEPS)
+    assert (marks.groupby("check").size() == n).all()
+    assert con.execute("SELECT count(*) FROM marks WHERE \"check\"='replay' AND mark <> 'match'").fetchone()[0] == 0
+    assert stages.curate_round(store, round_id) == 0  # committed once; a rerun writes nothing
+
+
+def test_vectorised_exact_keys_equal_the_per_record_definition(curated):
+    store, round_id = curated
+    con = store.duck()
+    eps, steps = episode_frame(con, round_id), step_frame(con, round_id)
+    keys = exact_keys(eps, steps, call_columns(steps))
+    records = {e.episode_id: e for e in iter_records(con, "episodes")}
+    outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
+    by_ep: dict = {}
+    for s in iter_records(con, "steps"):
+        by_ep.setdefault(s.episode_id, []).append(s)
+    assert list(keys) == [exact_key(records[e], by_ep[e], outcomes[e]) for e in eps["episode_id"]]
+
+
+def test_replay_catches_an_edited_episode_and_skips_external_imports(curated):
+    store, round_id = curated
+    inp = cascade_input(store, round_id)
+    inp.episodes.loc[0, "final_state_hash"] = "edited"
+    inp.episodes.loc[1, "source"] = "external"
+    marks = run_cascade(inp).marks
+    replay = marks[marks["check"] == "replay"].set_index("episode_id")
+    first, second = inp.episodes["episode_id"][0], inp.episodes["episode_id"][1]
+    assert replay.loc[first, "mark"] == "mismatch" and not replay.loc[first, "passed"]
+    assert replay.loc[second, "mark"] == "not_replayable"
+    routing = marks[marks["check"] == "routing"].set_index("episode_id")
+    assert "external import" in routing.loc[second, "reason"]
+    selection = marks[marks["check"] == "selection"].set_index("episode_id")
+    assert selection.loc[first, "mark"] in ("not_eligible", "evidence")

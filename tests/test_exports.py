@@ -1,0 +1,148 @@
+"""Every export format on a real curated round: loadable, split by template, manifest true."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import pytest
+
+from curation import export_run
+from curation.formats.openai_chat import check_record
+from flows.export_cmd import export
+from warehouse import state
+from warehouse.errors import InputError
+
+from tests.conftest import cli_env, flywheel
+from tests.curation_data import build_round
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory):
+    store, round_id = build_round(tmp_path_factory.mktemp("exports") / "data", episodes=240, rollouts=3)
+    return store, round_id
+
+
+def _rows(out, manifest):
+    rows = []
+    for name in sorted(manifest["files"]):
+        if name.endswith(".jsonl"):
+            rows += [json.loads(line) for line in (out / name).read_text().splitlines()]
+    return rows
+
+
+def _funnel_out(store):
+    return store.duck().execute(
+        """SELECT count(*) FROM (SELECT episode_id FROM marks WHERE "check" IN
+           ('schema','replay','exact_duplicate','near_duplicate','selection') GROUP BY 1 HAVING bool_and(passed))"""
+    ).fetchone()[0]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt", "hf", "dpo", "rl"])
+def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, fmt):
+    store, round_id = curated
+    result, manifest = export(store, tmp_path, fmt=fmt, include_verified=True)
+    assert result.rows > 0 and manifest["schema_version"] and manifest["lineage"]["rounds"] == [round_id]
+    total = sum(f["rows"] for f in manifest["files"].values())
+    assert total == result.rows == sum(manifest["splits"].values())
+    assert manifest["funnel"]["total"]["in"] == 240
+    assert manifest["funnel"]["total"]["out"] == _funnel_out(store)
+    for split, weights in manifest["mixing_weights"].items():
+        assert abs(sum(weights.values()) - 1) < 1e-3
+    templates = defaultdict(set)
+    if fmt == "hf":
+        import datasets
+
+        files = {f["split"]: str(tmp_path / name) for name, f in manifest["files"].items()}
+        ds = datasets.load_dataset("parquet", data_files=files)
+        assert sum(len(ds[s]) for s in ds) == result.rows
+        row = ds["train"][0]
+        assert row["messages"][0]["role"] == "system" and any(m["loss"] for m in row["messages"])
+        for s in ds:
+            for t in ds[s]["template"]:
+                templates[t].add(s)
+    else:
+        rows = _rows(tmp_path, manifest)
+        for r in rows:
+            meta = r.get("metadata", r)
+            templates[(meta["family"], meta["template"])].add(meta["split"])
+        if fmt == "openai":
+            assert manifest["episodes_in"] == 240
+            assert sum(manifest["excluded"].values()) + len(rows) == 240
+            assert all(check_record(r) == [] for r in rows)
+            assert len(rows) == _funnel_out(store)
+        if fmt == "dpo":
+            assert set(manifest["pair_kinds"]) <= {"success_vs_failure", "cheaper_vs_costlier"}
+            for r in rows:
+                assert r["metadata"]["chosen_id"] != r["metadata"]["rejected_id"]
+                assert r["prompt"][1]["role"] == "user" and r["chosen"] and r["rejected"]
+        if fmt == "rl":
+            con = store.duck()
+            stats = dict(con.execute(
+                "SELECT task_id, count(*) FILTER (WHERE success) FROM episodes JOIN outcomes USING (episode_id) GROUP BY 1"
+            ).fetchall())
+            assert len(rows) == len(stats)
+            for r in rows:
+                assert r["group"]["successes"] == stats[r["task_id"]]
+                assert r["task_spec"]["seed"] == r["verifier"]["seed"]
+    # no template straddles two splits (so none straddles train and test)
+    assert all(len(splits) == 1 for splits in templates.values()), {k: v for k, v in templates.items() if len(v) > 1}
+
+
+def test_sharegpt_masks_turns_marked_wrong(curated, tmp_path):
+    store, round_id = curated
+    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
+    rows = _rows(tmp_path, manifest)
+    victim = rows[0]["id"]
+    with store.session() as s:
+        s.add(state.Review(episode_id=victim, round_id=round_id, reviewer="ana", decision="approve",
+                           first_wrong_step=0, decided_at=datetime.now(UTC)))
+        s.commit()
+    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
+    row = next(r for r in _rows(tmp_path, manifest) if r["id"] == victim)
+    agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
+    assert agent[0]["loss"] is False and all(t["loss"] for t in agent[1:])
+    assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
+    assert "ana" in manifest["lineage"]["reviewers"]
+
+
+def test_pii_is_scrubbed_and_counted(curated, tmp_path):
+    store, _ = curated
+    _, manifest = export(store, tmp_path, fmt="openai", include_verified=True)
+    text = "".join((tmp_path / n).read_text() for n in manifest["files"])
+    assert manifest["pii_replacements"].get("phone", 0) > 0
+    assert "555-01" not in text and "<PHONE_1>" in text
+    _, plain = export(store, tmp_path / "plain", fmt="openai", include_verified=True, scrub=False)
+    assert plain["pii_replacements"] == "scrubbing off"
+
+
+def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monkeypatch):
+    store, _ = curated
+    _, first = export(store, tmp_path, fmt="openai", include_verified=True)
+    before = {n: (tmp_path / n).read_bytes() for n in first["files"]}
+    real = export_run.chat_turns
+    calls = {"n": 0}
+
+    def boom(*args):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(export_run, "chat_turns", boom)
+    with pytest.raises(KeyboardInterrupt):
+        export(store, tmp_path, fmt="openai", include_verified=True)
+    assert {n: (tmp_path / n).read_bytes() for n in first["files"]} == before
+    assert json.loads((tmp_path / "openai-chat.manifest.json").read_text())["files"] == first["files"]
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_unknown_format_and_round_are_one_line_errors(curated, tmp_path):
+    store, _ = curated
+    with pytest.raises(InputError, match="unknown format"):
+        export(store, tmp_path, fmt="csv", include_verified=True)
+    with pytest.raises(InputError, match="unknown round"):
+        export(store, tmp_path, fmt="rl", include_verified=True, round_ids=["r9999"])
+    res = flywheel("export", "--format", "csv", "--data-dir", str(store.data_dir), env=cli_env(None), cwd=tmp_path)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "unknown format 'csv'" in res.stderr

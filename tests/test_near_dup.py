@@ -1,0 +1,106 @@
+"""Near-duplicate detection on planted duplicates: paraphrased instructions (another
+wording of the same template) and reordered calls, among distinct generated tasks."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from curation.minhash import MinHasher, candidate_probability, char_ngram_hashes, optimal_bands
+from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.signatures import near_call, normalise_value
+from generators.phone.families import FAMILIES, get_family
+from generators.writers.template import TemplateWriter
+from warehouse.ids import canonical_json
+
+
+def _episode(eid, task, instruction, actions):
+    return (
+        {"episode_id": eid, "round_id": "r1", "task_id": task.task_id if eid.startswith("b") else f"p-{eid}",
+         "instruction": instruction, "success": True, "difficulty": task.difficulty, "n_steps": len(actions)},
+        [{"episode_id": eid, "near": near_call(a.kind, a.tool, a.arguments)} for a in actions],
+    )
+
+
+@pytest.fixture(scope="module")
+def planted():
+    writer, rng = TemplateWriter(), random.Random(7)
+    bases, seen = [], set()
+    for seed in range(4000):
+        fam = get_family(sorted(FAMILIES)[seed % len(FAMILIES)])
+        task = fam.make_task(seed, 1 + seed % 2, writer)
+        actions = fam.solve(task)
+        key = canonical_json(sorted(canonical_json([a.tool, normalise_value(a.arguments)]) for a in actions))
+        if key in seen:  # distinct tasks only: a different set of calls
+            continue
+        seen.add(key)
+        bases.append((fam, task, actions))
+        if len(bases) == 900:
+            break
+    eps, steps, truth = [], [], {}
+    for i, (fam, task, actions) in enumerate(bases):
+        e, s = _episode(f"b{i:04d}", task, task.instruction, actions)
+        eps.append(e), steps.extend(s)
+    for j, (fam, task, actions) in enumerate(bases[:300]):
+        variant, style = task.template.split(".")
+        other = rng.choice([t for t in fam.templates if t.startswith(variant + ".") and t != task.template])
+        paraphrase = writer.word(fam.id, other, task.public_params)
+        calls, finish = actions[:-1], actions[-1:]
+        reordered = rng.sample(calls, len(calls)) + finish
+        eid = f"p{j:04d}"
+        e, s = _episode(eid, task, paraphrase, reordered)
+        eps.append(e), steps.extend(s)
+        truth[eid] = f"b{j:04d}"
+    episodes = pd.DataFrame(eps).sort_values("episode_id").reset_index(drop=True)
+    step_frame = pd.DataFrame(steps)
+    step_frame["order"] = step_frame["episode_id"].map({e: i for i, e in enumerate(episodes["episode_id"])})
+    step_frame = step_frame.sort_values("order", kind="stable").reset_index(drop=True)
+    return episodes, step_frame, truth
+
+
+def test_planted_near_duplicates_are_found_with_few_false_positives(planted):
+    episodes, steps, truth = planted
+    marks = near_duplicate_marks(
+        episodes, steps, steps["near"], np.ones(len(episodes), dtype=bool), pd.Series(dtype=float), NearDupConfig()
+    )
+    detail = dict(zip(marks["episode_id"], marks["detail"]))
+    cluster = {}
+    for eid, d, m in zip(marks["episode_id"], marks["detail"], marks["mark"]):
+        cluster[eid] = json.loads(d).get("cluster", eid) if m in ("kept", "near_duplicate") else eid
+    found = sum(cluster[p] == cluster[b] for p, b in truth.items())
+    print(f"found {found}/{len(truth)}")
+    assert found / len(truth) >= 0.95, f"found {found} of {len(truth)}"
+    bases = [e for e in episodes["episode_id"] if e.startswith("b")]
+    by_cluster: dict[str, list[str]] = {}
+    for b in bases:
+        by_cluster.setdefault(cluster[b], []).append(b)
+    false_pos = sum(len(v) - 1 for v in by_cluster.values())
+    print(f"false positives {false_pos}/{len(bases)}")
+    assert false_pos / len(bases) < 0.01, f"{false_pos} distinct tasks merged"
+    # every duplicate points to a member that is kept
+    kept = set(marks.loc[marks["mark"] == "kept", "episode_id"])
+    for eid, m in zip(marks["episode_id"], marks["mark"]):
+        if m == "near_duplicate":
+            assert json.loads(detail[eid])["duplicate_of"] in kept
+
+
+def test_s_curve_is_steep_around_the_chosen_threshold():
+    bands, rows = optimal_bands(0.7, 128)
+    assert bands * rows <= 128
+    assert candidate_probability(0.9, bands, rows) > 0.99
+    assert candidate_probability(0.3, bands, rows) < 0.01
+
+
+def test_minhash_estimates_jaccard():
+    a = "turn on do not disturb then set the ring volume to zero"
+    b = "turn on do not disturb then set the media volume to zero"
+    (h, o) = char_ngram_hashes([a, b], 5)
+    sig = MinHasher(256).signatures(h, o, 2)
+    ga = {a[i:i + 5] for i in range(len(a) - 4)}
+    gb = {b[i:i + 5] for i in range(len(b) - 4)}
+    true = len(ga & gb) / len(ga | gb)
+    assert abs((sig[0] == sig[1]).mean() - true) < 0.1
