@@ -2,8 +2,7 @@
 
 The task comes from the ``X-Flywheel-Task`` header (``FAMILY:SEED:DIFFICULTY:ROLLOUT``),
 the position in the plan from the number of tool results already in the conversation
-(a reply the harness rejected is followed by a user message, not a tool result, so the
-same action is offered again).
+(a reply the harness rejected is not counted, so the same action is offered again).
 """
 
 from __future__ import annotations
@@ -44,8 +43,10 @@ def parse_task_header(value: str | None) -> tuple[str, int, int, int] | None:
 
 
 def position(messages: list[dict[str, Any]]) -> int:
-    """How many actions of the plan the conversation has already carried out."""
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+    """How many actions of the plan the conversation has already carried out (results of calls
+    the harness rejected as invalid do not count: the same action is offered again)."""
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool"
+               and '"INVALID_ACTION"' not in str(m.get("content")))
 
 
 def next_action(task_ref: tuple[str, int, int, int] | None, messages: list[dict[str, Any]],
