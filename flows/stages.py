@@ -39,6 +39,7 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
     with store.session() as s:
         last = state.latest_round(session=s)
         if last is not None and last.status != "complete":
+            check_same_policy(last, settings)
             return last, True
         number = 1 if last is None else last.number + 1
         r = settings.round
@@ -49,8 +50,25 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
             difficulty=r.difficulty,
             seed=round_seed(r.seed, number),
         )
-        plan_data = {**plan.to_dict(), "shard_size": r.shard_size}
+        plan_data = {**plan.to_dict(), "shard_size": r.shard_size, "policy": policy_of(settings),
+                     "writer": settings.writer}
         return state.open_round(session=s, requested_episodes=r.episodes, seed=plan.seed, plan=plan_data), False
+
+
+def policy_of(settings: Settings) -> dict[str, str]:
+    """Who collects a round, stored with its plan so a resumed round keeps its policy."""
+    if settings.policy == "openai":
+        return {"name": "openai", "model": settings.openai.model or ""}
+    return {"name": "scripted", "model": ""}
+
+
+def check_same_policy(rnd: state.Round, settings: Settings) -> None:
+    """A round is finished by the policy that started it; anything else would mix two policies."""
+    started = rnd.plan.get("policy", {"name": "scripted", "model": ""})
+    wanted = policy_of(settings)
+    if started != wanted:
+        was = started["name"] + (f" --model {started['model']}" if started["model"] else "")
+        raise ConfigError(f"round {rnd.id} was started with --policy {was}; rerun with the same policy to finish it")
 
 
 def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
@@ -110,6 +128,15 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     with store.session() as s:
         rnd = s.get(state.Round, round_id)
     tasks = load_tasks(store, round_id)
+    if rnd.plan.get("policy", {}).get("name") == "openai":
+        from flows.model_shard import collect_model_shard
+
+        jobs = [(tasks[i], rollout) for i, rollout in _shard_slots(rnd.plan, key)]
+        records = collect_model_shard(store, round_id, jobs, settings, started)
+        store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
+                                          "steps": [s for r in records for s in r.steps],
+                                          "outcomes": [r.outcome for r in records]})
+        return len(records)
     policy = ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=rnd.seed)
     episodes: list[Episode] = []
     steps: list[Step] = []
