@@ -120,7 +120,7 @@ def status(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    rows = status_rows(Store(settings.data_dir, settings.state_url))
+    rows = status_rows(Store(settings.data_dir, settings.state_url), settings.openai.prices)
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
     else:

@@ -71,7 +71,8 @@ class Engine:
         attempt = 0
         while True:
             if self.breaker.open:
-                raise EndpointDown(f"model endpoint is down, round stopped: {self.breaker.last_error}")
+                raise EndpointDown(f"model endpoint is down ({self.breaker.failures} failed attempts in a row, last "
+                                   f"{self.breaker.last_error}); round stopped, committed work kept: rerun to go on")
             attempt += 1
             if self.rpm:
                 await self.rpm.acquire(1)
