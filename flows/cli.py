@@ -169,6 +169,27 @@ def export(
     out.print(f"Manifest: {result.manifest_path}")
 
 
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Import trajectories recorded elsewhere (source=external, no replay); malformed records are skipped."""
+    from flows.import_cmd import import_prepared, prepare_import
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
+    summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared)
+    for where, why in summary.skipped:
+        err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
+    out.print(f"Imported {summary.imported} episodes from {file} ({summary.already} already there, "
+              f"{len(summary.skipped)} malformed skipped)", markup=False, highlight=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)

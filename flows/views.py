@@ -80,6 +80,16 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
         )
         cost, approved = rows[-1]["cost_usd"], rows[-1]["approved"]
         rows[-1]["cost_per_approved_usd"] = round(cost / approved, 6) if cost is not None and approved else None
+    for rid in sorted(set(per_round) - {r.id for r in rounds}):  # imported trajectories have no round row
+        n, ok = per_round[rid]
+        votes = [d.decision for d in decisions.values() if d.round_id == rid]
+        rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
+                     "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
+                     "tasks_tried": 0, "curated": rid in curated, "duplicates": dups.get(rid, 0),
+                     "approved": votes.count("approve"), "rejected": votes.count("reject"),
+                     "needs_fix": votes.count("needs_fix"),
+                     **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
+                                       "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
 
 
