@@ -38,8 +38,8 @@ class RoundSummary:
 
 
 @task(name="write-tasks", cache_policy=NO_CACHE)
-def write_tasks_task(store: Store, round_id: str, plan: dict) -> int:
-    return len(stages.write_tasks(store, round_id, plan))
+def write_tasks_task(store: Store, round_id: str, plan: dict, settings: Settings) -> int:
+    return len(stages.write_tasks(store, round_id, plan, settings))
 
 
 @task(name="collect-shard", cache_policy=NO_CACHE)
@@ -59,7 +59,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
     with store.run_lock():
         orphans = store.clean_orphans()
         rnd, resumed = stages.open_or_resume_round(store, settings)
-        write_tasks_task(store, rnd.id, rnd.plan)
+        write_tasks_task(store, rnd.id, rnd.plan, settings)
         keys = stages.shard_keys(rnd.plan)
         done = store.done_keys(rnd.id, "episodes")
         todo = [k for k in keys if k not in done]

@@ -71,7 +71,7 @@ def check_same_policy(rnd: state.Round, settings: Settings) -> None:
         raise ConfigError(f"round {rnd.id} was started with --policy {was}; rerun with the same policy to finish it")
 
 
-def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
+def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings | None = None) -> list[TaskSpec]:
     """The round's tasks: loaded if committed, else written (seeds a family rejects are
     replaced by the next seed) and committed as one shard."""
     if TASKS_KEY in store.done_keys(round_id, "tasks"):
@@ -94,6 +94,10 @@ def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
             rejections[reason] = rejections.get(reason, 0) + 1
         else:
             raise RuntimeError(f"family {slot.family} rejected {MAX_SEED_TRIES} seeds in a row")
+    if plan_data.get("writer") == "openai":
+        from flows.model_shard import word_tasks_with_model
+
+        tasks = word_tasks_with_model(store, round_id, tasks, settings)
     store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
     with store.session() as s:
         state.save_batch(

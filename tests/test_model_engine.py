@@ -214,3 +214,49 @@ def test_api_keys_placeholders_are_refused_and_never_shown():
     cfg = OpenAISettings(api_key="sk-live-abc123", base_url="https://api.example.com/v1")
     assert cfg.checked_key() == "sk-live-abc123"
     assert "sk-live-abc123" not in repr(cfg) + str(cfg.model_dump())
+
+
+def _writer_run(task, replies):
+    from generators.writers.model_writer import word_with_model
+
+    queue = list(replies)
+    seen: list[ChatRequest] = []
+
+    def responder(request):
+        seen.append(request)
+        return ChatReply(content=queue.pop(0), tool_calls=[])
+
+    async def main():
+        return await word_with_model(task, _engine(responder), MemoryJournal(), rounds=3, writer_name="openai:fake")
+
+    return asyncio.run(main()), seen
+
+
+def test_model_writer_retries_with_the_reason_then_accepts():
+    task = FAMILIES["F01"].make_task(1, 1)  # "Tomas Nguyen got a new number, it's +1 206-555-0145 ..."
+    name, phone = task.public_params["name"], task.public_params["new_phone"]
+    leaked_fact = task.private_params["user_facts"]["email"]
+    good = json.dumps({"instruction": f"Pls change {name}'s number to {phone}"})
+    worded, seen = _writer_run(task, ["Sure! Here you go.", json.dumps({"instruction": f"Update {name}"}),
+                                      good])
+    assert worded.instruction == f"Pls change {name}'s number to {phone}" and worded.writer == "openai:fake"
+    assert "not JSON" in seen[1].messages[-1]["content"]
+    assert "drops required value" in seen[2].messages[-1]["content"] and phone in seen[2].messages[-1]["content"]
+
+    leak = json.dumps({"instruction": f"Change {name} ({leaked_fact}) to {phone}"})
+    fallback, _ = _writer_run(task, [leak, leak, leak])
+    assert fallback.instruction == task.instruction and fallback.writer == "template"
+
+
+def test_model_writer_refuses_a_leaked_answer():
+    from generators.writers.model_writer import check_instruction
+
+    task = next(t for t in (FAMILIES["F02"].make_task(s, 1) for s in range(20))
+                if t.private_params.get("variant") == "company_count")
+    n = task.private_params["n_targets"]
+    company = task.public_params["company"]
+    ok, why = check_instruction(json.dumps({"instruction": f"how many contacts at {company}? I think {n}"}),
+                                task, task.instruction)
+    assert ok is None and "hidden value" in why
+    ok, why = check_instruction(json.dumps({"instruction": f"Count my {company} contacts"}), task, task.instruction)
+    assert ok == f"Count my {company} contacts" and why == ""

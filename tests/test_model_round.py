@@ -35,7 +35,7 @@ def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefe
     faults = FaultConfig(rate=0.3, latency_ms=5, timeout_s=2.0, retry_after_s=0.05, seed=7)
     with serve_in_thread(faults) as server:
         env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__CONCURRENCY="16")
-        run = flywheel(*_model_args(server, "--episodes", "40"), env=env, cwd=tmp_path)
+        run = flywheel(*_model_args(server, "--episodes", "40", "--writer", "openai"), env=env, cwd=tmp_path)
         injected = server.stats()["faults"]
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stdout + run.stderr
@@ -55,6 +55,11 @@ def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefe
     assert (policy, model) == (f"openai:{MODEL}", MODEL)
     tokens = con.execute("SELECT sum(cost_prompt_tokens), min(cost_latency_ms) FROM steps").fetchone()
     assert tokens[0] > 0 and tokens[1] > 0
+
+    writers = dict(con.execute("SELECT writer, count(*) FROM tasks GROUP BY writer").fetchall())
+    assert writers.get(f"openai:{MODEL}", 0) >= 15, writers  # worded by the model, some after a rejected try
+    worded = con.execute("SELECT instruction FROM tasks WHERE writer <> 'template'").fetchall()
+    assert all(text.startswith("Hey, ") for (text,) in worded)
 
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"][0]
     assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0]

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from generators.modelserver.brain import estimate_tokens, next_action, parse_task_header, position
+from generators.modelserver.brain import estimate_tokens, next_action, parse_task_header, position, writer_reply
 from generators.modelserver.faults import FaultConfig, pick_fault
 
 EPISODE_HEADER = "x-flywheel-episode"
@@ -46,6 +46,19 @@ class ServerState:
 
 def _error(status: int, message: str, kind: str, code: str | None = None, headers: dict | None = None) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers)
+
+
+def _completion(model: str, content: str | None, tool_calls: list | None, messages: list) -> dict[str, Any]:
+    prompt_tokens = estimate_tokens(messages)
+    completion_tokens = estimate_tokens(json.dumps(tool_calls) if tool_calls else content or "") + 5
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop",
+                     "message": {"role": "assistant", "content": content, "tool_calls": tool_calls}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
 
 
 def build_app(state: ServerState) -> Starlette:
@@ -90,6 +103,8 @@ def build_app(state: ServerState) -> Starlette:
         if fault == "timeout":
             await asyncio.sleep(cfg.timeout_s)
             return _error(504, "gateway timeout", "server_error")
+        if not body.get("tools"):  # no tools: the task writer is asking
+            return JSONResponse(_completion(model, writer_reply(messages), None, messages))
         state.positions[episode][position(messages)] += 1
         action = next_action(parse_task_header(request.headers.get(TASK_HEADER)), messages, state.policy_seed)
         name, arguments = action.tool or action.kind, json.dumps(action.arguments)
@@ -107,16 +122,7 @@ def build_app(state: ServerState) -> Starlette:
             call_id = f"call_{uuid.uuid4().hex[:12]}"
             tool_calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]
             content = f"Next: {name}."
-        completion_tokens = estimate_tokens(arguments) + 5
-        reply = {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop",
-                         "message": {"role": "assistant", "content": content, "tool_calls": tool_calls}}],
-            "usage": {"prompt_tokens": estimate_tokens(messages), "completion_tokens": completion_tokens,
-                      "total_tokens": estimate_tokens(messages) + completion_tokens},
-        }
-        return JSONResponse(reply)
+        return JSONResponse(_completion(model, content, tool_calls, messages))
 
     async def stats(request: Request) -> Response:
         return JSONResponse(state.stats())

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from warehouse.contract import Action, TaskSpec
+from warehouse.ids import digest
 
 from generators.phone.families import get_family
 from generators.policies.scripted import ScriptedPolicy
@@ -66,3 +67,18 @@ def estimate_tokens(value: Any) -> int:
     """A rough token count (4 characters a token), for the usage block."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return max(1, len(text) // 4)
+
+
+TEMPLATE_LINE = "The task, as a template says it: "
+
+
+def writer_reply(messages: list[dict[str, Any]]) -> str:
+    """The writer's reply: the template's instruction, reworded. A third of first tries (by the
+    text's hash) drop the task's values, so the writer's reject-and-retry loop is exercised."""
+    prompt = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    line = next((ln for ln in prompt.splitlines() if ln.startswith(TEMPLATE_LINE)), "")
+    text = line[len(TEMPLATE_LINE):].strip()
+    first_try = not any(str(m.get("content", "")).startswith("Rejected:") for m in messages)
+    if first_try and int(digest(text, 8), 16) % 3 == 0:
+        return json.dumps({"instruction": "Could you sort that out on my phone?"})
+    return json.dumps({"instruction": f"Hey, {text[:1].lower()}{text[1:]}" if text else "Hello"})
