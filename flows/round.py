@@ -32,6 +32,8 @@ class RoundSummary:
     orphans_removed: int
     tasks_kept: int
     tasks_tried: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -80,4 +82,6 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         orphans_removed=len(orphans),
         tasks_kept=counts["tasks_kept"],
         tasks_tried=counts["tasks_tried"],
+        prompt_tokens=counts.get("prompt_tokens", 0),
+        completion_tokens=counts.get("completion_tokens", 0),
     ).as_dict()

@@ -191,8 +191,9 @@ def finish_round(store: Store, round_id: str) -> None:
 
 def round_counts(store: Store, round_id: str) -> dict[str, Any]:
     con = store.duck([round_id])
-    episodes, successes = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE success) FROM outcomes o JOIN episodes e USING (episode_id)"
+    episodes, successes, prompt_tokens, completion_tokens = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
+        "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
     with store.session() as s:
         batches = state.batches_of(session=s, round_id=round_id)
@@ -201,6 +202,8 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "successes": successes,
         "tasks_kept": sum(b.tasks_kept for b in batches),
         "tasks_tried": sum(b.tasks_tried for b in batches),
+        "prompt_tokens": int(prompt_tokens),
+        "completion_tokens": int(completion_tokens),
     }
 
 

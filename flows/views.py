@@ -128,6 +128,9 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     if summary["orphans_removed"]:
         console.print(f"  removed {summary['orphans_removed']} unrecorded file(s) left by an interrupted run")
     console.print(f"  tasks kept by the gate: {summary['tasks_kept']} of {summary['tasks_tried']} written")
+    if summary.get("prompt_tokens") or summary.get("completion_tokens"):
+        console.print(f"  model tokens: {summary['prompt_tokens']:,} prompt, {summary['completion_tokens']:,} "
+                      "completion (cost per round: flywheel status)")
     console.print(f"Data: {settings.data_dir.resolve()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")

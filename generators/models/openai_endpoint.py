@@ -66,7 +66,8 @@ class OpenAIEndpoint:
         except openai.RateLimitError as exc:
             raise TransientFailure("429", _message_of(exc), _retry_after(exc)) from exc
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise EndpointRefused(f"{self.base_url} refused the API key ({exc.status_code}): {_message_of(exc)}") from exc
+            # the server's message may echo part of the key: not shown
+            raise EndpointRefused(f"{self.base_url} refused the API key ({exc.status_code})") from exc
         except openai.NotFoundError as exc:
             raise EndpointRefused(f"{self.base_url}: model {self.model!r} not found: {_message_of(exc)}") from exc
         except openai.APIStatusError as exc:
