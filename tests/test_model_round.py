@@ -65,11 +65,17 @@ def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefe
     assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0]
 
 
-def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect_server):
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect_server, backend, request):
     concurrency = 4
+    url = request.getfixturevalue("fresh_postgres_url") if backend == "postgres" else None
     env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__CONCURRENCY=str(concurrency),
-                    FLYWHEEL_OPENAI__TIMEOUT_S="5")
+                    FLYWHEEL_OPENAI__TIMEOUT_S="5", **({"FLYWHEEL_STATE_URL": url} if url else {}))
     data = tmp_path / "flywheel-data"
+
+    def warehouse() -> Store:  # the warehouse on this test's backend
+        return Store(data, url)
+
     with serve_in_thread(FaultConfig(latency_ms=50)) as server:
         proc = subprocess.Popen([flywheel_executable(), *_model_args(server, "--episodes", "60")], env=env,
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -79,18 +85,20 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
                 assert proc.poll() is None, "the round finished before it could be killed"
                 assert time.monotonic() < deadline, "the round made no progress"
                 time.sleep(0.1)  # polling the server's counters
-                if data.joinpath("state.db").exists() and Store(data).done_keys("r0001", "episodes"):
-                    if server.stats()["requests"] >= _steps_committed(data) + 2 * concurrency:
+                requests = server.stats()["requests"]
+                # model calls start after the round's tables exist: only then may we open the database
+                if requests and warehouse().done_keys("r0001", "episodes"):
+                    if requests >= _steps_committed(warehouse()) + 2 * concurrency:
                         break
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
-        journaled = _journal(data)
-        committed_shards = Store(data).done_keys("r0001", "episodes")
+        journaled = _journal(warehouse())
+        committed_shards = warehouse().done_keys("r0001", "episodes")
         assert journaled and 0 < len(committed_shards) < 6
-        committed_before = {r[0] for r in Store(data).duck().execute("SELECT episode_id FROM episodes").fetchall()}
+        committed_before = {r[0] for r in warehouse().duck().execute("SELECT episode_id FROM episodes").fetchall()}
         assert {e for e, _ in journaled} - committed_before, "the kill must leave journaled replies of an open shard"
         before = server.stats()["episodes"]
 
@@ -99,7 +107,7 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
         assert "Resumed and finished round r0001" in rerun.stdout
         after = server.stats()["episodes"]
 
-    con = Store(data).duck()
+    con = warehouse().duck()
     ids = [r[0] for r in con.execute("SELECT episode_id FROM episodes").fetchall()]
     assert len(ids) == len(set(ids)) == 60
     # Every reply journaled before the kill was answered exactly once, and never asked again.
@@ -115,17 +123,16 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
     assert sum(e["requests"] for e in after.values()) == steps + repeated
 
 
-def _steps_committed(data) -> int:
-    con = Store(data).duck()
-    return con.execute("SELECT count(*) FROM steps").fetchone()[0]
+def _steps_committed(store) -> int:
+    return store.duck().execute("SELECT count(*) FROM steps").fetchone()[0]
 
 
-def _journal(data) -> set[tuple[str, int]]:
+def _journal(store) -> set[tuple[str, int]]:
     from sqlmodel import select
 
     from warehouse.state import ModelReply
 
-    with Store(data).session() as s:
+    with store.session() as s:
         return {(r.episode_id, r.step_index) for r in s.exec(select(ModelReply))}
 
 
