@@ -56,6 +56,16 @@ def run(
         str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Base seed of the task draws.")] = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="Who acts in the phone: scripted (offline) or openai (a model endpoint).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name at the endpoint (openai policy or writer).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from FLYWHEEL_OPENAI__API_KEY or OPENAI_API_KEY).")
+    ] = None,
+    writer: Annotated[
+        str | None, typer.Option("--writer", help="Who words the instructions: template (offline) or openai.")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     config: ConfigOpt = None,
@@ -72,11 +82,17 @@ def run(
         round_over["seed"] = seed
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
-    settings = _settings(config, data_dir, state_url, round=round_over or None)
+    openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
+    settings = _settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
+                         openai=openai_over or None)
     from flows.stages import selected_families
     from warehouse.store import Store
 
     selected_families(settings)  # an unknown family fails here, before anything starts
+    if "openai" in (settings.policy, settings.writer):  # a wrong URL, key or model fails before any work
+        from flows.model_setup import probe
+
+        probe(settings)
     Store(settings.data_dir, settings.state_url)  # so does a bad data directory or state URL
     from flows.prefect_env import configure_prefect
 
@@ -119,7 +135,7 @@ def status(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    rows = status_rows(Store(settings.data_dir, settings.state_url))
+    rows = status_rows(Store(settings.data_dir, settings.state_url), settings.openai.prices)
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
     else:
@@ -255,6 +271,27 @@ def plan(
         out.print_json(json.dumps(data))
     else:
         print_plan(out, data)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Import trajectories recorded elsewhere (source=external, no replay); malformed records are skipped."""
+    from flows.import_cmd import import_prepared, prepare_import
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
+    summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared)
+    for where, why in summary.skipped:
+        err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
+    out.print(f"Imported {summary.imported} episodes from {file} ({summary.already} already there, "
+              f"{len(summary.skipped)} malformed skipped)", markup=False, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -32,14 +32,16 @@ class RoundSummary:
     orphans_removed: int
     tasks_kept: int
     tasks_tried: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 @task(name="write-tasks", cache_policy=NO_CACHE)
-def write_tasks_task(store: Store, round_id: str, plan: dict) -> int:
-    return len(stages.write_tasks(store, round_id, plan))
+def write_tasks_task(store: Store, round_id: str, plan: dict, settings: Settings) -> int:
+    return len(stages.write_tasks(store, round_id, plan, settings))
 
 
 @task(name="collect-shard", cache_policy=NO_CACHE)
@@ -59,7 +61,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
     with store.run_lock():
         orphans = store.clean_orphans()
         rnd, resumed = stages.open_or_resume_round(store, settings)
-        write_tasks_task(store, rnd.id, rnd.plan)
+        write_tasks_task(store, rnd.id, rnd.plan, settings)
         keys = stages.shard_keys(rnd.plan)
         done = store.done_keys(rnd.id, "episodes")
         todo = [k for k in keys if k not in done]
@@ -80,4 +82,6 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         orphans_removed=len(orphans),
         tasks_kept=counts["tasks_kept"],
         tasks_tried=counts["tasks_tried"],
+        prompt_tokens=counts.get("prompt_tokens", 0),
+        completion_tokens=counts.get("completion_tokens", 0),
     ).as_dict()

@@ -39,15 +39,33 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
     with store.session() as s:
         last = state.latest_round(session=s)
         if last is not None and last.status != "complete":
+            check_same_policy(last, settings)
             return last, True
         number = 1 if last is None else last.number + 1
         r = settings.round
         plan = next_plan(store, settings, selected_families(settings), number)
-        plan_data = {**plan.to_dict(), "shard_size": r.shard_size}
+        plan_data = {**plan.to_dict(), "shard_size": r.shard_size, "policy": policy_of(settings),
+                     "writer": settings.writer}
         return state.open_round(session=s, requested_episodes=r.episodes, seed=plan.seed, plan=plan_data), False
 
 
-def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
+def policy_of(settings: Settings) -> dict[str, str]:
+    """Who collects a round, stored with its plan so a resumed round keeps its policy."""
+    if settings.policy == "openai":
+        return {"name": "openai", "model": settings.openai.model or ""}
+    return {"name": "scripted", "model": ""}
+
+
+def check_same_policy(rnd: state.Round, settings: Settings) -> None:
+    """A round is finished by the policy that started it; anything else would mix two policies."""
+    started = rnd.plan.get("policy", {"name": "scripted", "model": ""})
+    wanted = policy_of(settings)
+    if started != wanted:
+        was = started["name"] + (f" --model {started['model']}" if started["model"] else "")
+        raise ConfigError(f"round {rnd.id} was started with --policy {was}; rerun with the same policy to finish it")
+
+
+def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings | None = None) -> list[TaskSpec]:
     """The round's tasks: loaded if committed, else written (seeds a family rejects are
     replaced by the next seed) and committed as one shard."""
     if TASKS_KEY in store.done_keys(round_id, "tasks"):
@@ -70,6 +88,10 @@ def write_tasks(store: Store, round_id: str, plan_data: dict) -> list[TaskSpec]:
             rejections[reason] = rejections.get(reason, 0) + 1
         else:
             raise RuntimeError(f"family {slot.family} rejected {MAX_SEED_TRIES} seeds in a row")
+    if plan_data.get("writer") == "openai":
+        from flows.model_shard import word_tasks_with_model
+
+        tasks = word_tasks_with_model(store, round_id, tasks, settings)
     store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
     with store.session() as s:
         state.save_batch(
@@ -104,6 +126,15 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     with store.session() as s:
         rnd = s.get(state.Round, round_id)
     tasks = load_tasks(store, round_id)
+    if rnd.plan.get("policy", {}).get("name") == "openai":
+        from flows.model_shard import collect_model_shard
+
+        jobs = [(tasks[i], rollout) for i, rollout in _shard_slots(rnd.plan, key)]
+        records = collect_model_shard(store, round_id, jobs, settings, started)
+        store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
+                                          "steps": [s for r in records for s in r.steps],
+                                          "outcomes": [r.outcome for r in records]})
+        return len(records)
     policy = ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=rnd.seed)
     episodes: list[Episode] = []
     steps: list[Step] = []
@@ -148,8 +179,9 @@ def finish_round(store: Store, round_id: str) -> None:
 
 def round_counts(store: Store, round_id: str) -> dict[str, Any]:
     con = store.duck([round_id])
-    episodes, successes = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE success) FROM outcomes o JOIN episodes e USING (episode_id)"
+    episodes, successes, prompt_tokens, completion_tokens = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
+        "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
     with store.session() as s:
         batches = state.batches_of(session=s, round_id=round_id)
@@ -158,6 +190,8 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "successes": successes,
         "tasks_kept": sum(b.tasks_kept for b in batches),
         "tasks_tried": sum(b.tasks_tried for b in batches),
+        "prompt_tokens": int(prompt_tokens),
+        "completion_tokens": int(completion_tokens),
     }
 
 

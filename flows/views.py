@@ -13,8 +13,27 @@ from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def status_rows(store: Store) -> list[dict[str, Any]]:
-    """One row per round: episodes, successes, marks and review decisions."""
+def round_costs(con, prices: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Tokens, model latency and dollars per round (dollars from ``prices``: model -> ModelPrice)."""
+    out: dict[str, dict[str, Any]] = {}
+    rows = con.execute(
+        "SELECT e.round_id, e.model, sum(o.prompt_tokens), sum(o.completion_tokens), sum(o.latency_ms) "
+        "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY e.round_id, e.model"
+    ).fetchall()
+    for rid, model, pt, ct, lat in rows:
+        c = out.setdefault(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0, "cost_usd": None})
+        c["prompt_tokens"] += int(pt or 0)
+        c["completion_tokens"] += int(ct or 0)
+        c["model_latency_s"] = round(c["model_latency_s"] + (lat or 0) / 1000, 3)
+        price = (prices or {}).get(model)
+        if price is not None:
+            usd = (pt or 0) / 1e6 * price.input_per_mtok + (ct or 0) / 1e6 * price.output_per_mtok
+            c["cost_usd"] = round((c["cost_usd"] or 0.0) + usd, 6)
+    return out
+
+
+def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per round: episodes, successes, marks, review decisions, tokens and cost."""
     with store.session() as s:
         rounds = state.list_rounds(session=s)
         decisions = state.latest_decisions(session=s)
@@ -34,6 +53,7 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
         ).fetchall()
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    costs = round_costs(con, prices)
     rows = []
     for rnd in rounds:
         n, ok = per_round.get(rnd.id, (0, 0))
@@ -54,8 +74,22 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
                 "needs_fix": votes.count("needs_fix"),
+                **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
+                                     "cost_usd": None}),
             }
         )
+        cost, approved = rows[-1]["cost_usd"], rows[-1]["approved"]
+        rows[-1]["cost_per_approved_usd"] = round(cost / approved, 6) if cost is not None and approved else None
+    for rid in sorted(set(per_round) - {r.id for r in rounds}):  # imported trajectories have no round row
+        n, ok = per_round[rid]
+        votes = [d.decision for d in decisions.values() if d.round_id == rid]
+        rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
+                     "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
+                     "tasks_tried": 0, "curated": rid in curated, "duplicates": dups.get(rid, 0),
+                     "approved": votes.count("approve"), "rejected": votes.count("reject"),
+                     "needs_fix": votes.count("needs_fix"),
+                     **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
+                                       "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
 
 
@@ -64,7 +98,8 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
         return
     table = Table(title=f"Rounds in {settings.data_dir.resolve()}", box=box.SIMPLE_HEAD)
-    for col in ("round", "status", "episodes", "success", "tasks", "dups", "approved", "rejected", "fix"):
+    for col in ("round", "status", "episodes", "success", "tasks", "dups", "approved", "rejected", "fix", "tokens",
+                "cost"):
         table.add_column(col, justify="left" if col in ("round", "status") else "right", no_wrap=True)
     for r in rows:
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
@@ -78,6 +113,8 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             str(r["approved"]),
             str(r["rejected"]),
             str(r["needs_fix"]),
+            f"{r['prompt_tokens'] + r['completion_tokens']:,}",
+            f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "-",
         )
     console.print(table)
 
@@ -91,6 +128,9 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     if summary["orphans_removed"]:
         console.print(f"  removed {summary['orphans_removed']} unrecorded file(s) left by an interrupted run")
     console.print(f"  tasks kept by the gate: {summary['tasks_kept']} of {summary['tasks_tried']} written")
+    if summary.get("prompt_tokens") or summary.get("completion_tokens"):
+        console.print(f"  model tokens: {summary['prompt_tokens']:,} prompt, {summary['completion_tokens']:,} "
+                      "completion (cost per round: flywheel status)")
     console.print(f"Data: {settings.data_dir.resolve()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")

@@ -44,8 +44,19 @@ def run_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, 
         feedback, verification, done = env.step(action)
         steps.append(Step(episode_id=eid, index=len(steps), actor="planner", action=action, feedback=feedback,
                           verification=verification, cost=Cost()))
+    return build_record(task, family, env, steps, policy_name=policy.name, model=getattr(policy, "model", ""),
+                        policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,
+                        created_at=created_at)
+
+
+def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], *, policy_name: str, model: str,
+                 policy_version: str, rollout: int, round_id: str, batch_id: str, created_at: datetime,
+                 termination: str | None = None) -> EpisodeRecord:
+    """The episode, its steps and its outcome once the episode is over (``termination``
+    overrides the environment's, e.g. when the model endpoint gave up)."""
+    eid = episode_id(task.task_id, policy_name, rollout)
     results, success, progress, mines = env.evaluate()
-    termination = env.termination or "harness_error"
+    termination = termination or env.termination or "harness_error"
     finish_args: dict[str, Any] = env.finish_args or {}
     outcome = Outcome(
         episode_id=eid, termination=termination, finish_status=finish_args.get("status", ""),
@@ -53,14 +64,17 @@ def run_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, 
         success=success, progress=progress, requirement_results=results, minefields_hit=mines,
         final_state_hash=env.world.state_hash(), steps=len(steps),
         tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
+        prompt_tokens=sum(s.cost.prompt_tokens for s in steps),
+        completion_tokens=sum(s.cost.completion_tokens for s in steps),
+        latency_ms=round(sum(s.cost.latency_ms for s in steps), 3),
         efficiency=round(min(1.0, task.optimal_steps / len(steps)), 6) if steps else 0.0,
         failure=attribute_failure(task, family.reference_actions(task), steps, results, mines, termination, success),
     )
     episode = Episode(
         episode_id=eid, task_id=task.task_id, family=task.family, template=task.template, split=task.split,
-        instruction=task.instruction, policy=policy.name, model=getattr(policy, "model", ""), rollout=rollout,
+        instruction=task.instruction, policy=policy_name, model=model, rollout=rollout,
         round_id=round_id, batch_id=batch_id, generator_version=task.generator_version, env_version=ENV_VERSION,
-        policy_version=policy.version, created_at=created_at,
+        policy_version=policy_version, created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
 

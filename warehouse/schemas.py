@@ -13,7 +13,7 @@ import json
 import types
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
 import pyarrow as pa
@@ -85,7 +85,7 @@ class TableSpec:
         return pa.schema(fields, metadata={"schema_version": contract.SCHEMA_VERSION, "table": self.name})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached_columns(model: type[BaseModel]) -> list[Column]:
     return _columns(model)
 

@@ -6,11 +6,13 @@ down; no deeper code reads the environment.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from warehouse.errors import ConfigError
@@ -58,6 +60,56 @@ class CurationSettings(BaseModel):
     )
 
 
+class ModelPrice(BaseModel):
+    """What a model costs, in dollars per million tokens."""
+
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+
+
+# Values people leave in example configs; a key like these is refused, never sent.
+PLACEHOLDER_KEYS = {"changethis", "change-me", "changeme", "your-api-key", "your_api_key", "sk-...", "sk-xxx",
+                    "xxx", "todo", "none", "null", "placeholder", "api-key", "apikey", "<api-key>", "secret"}
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+class OpenAISettings(BaseModel):
+    """An OpenAI-compatible endpoint (a hosted API, vLLM, SGLang, Ollama, llama.cpp's server)."""
+
+    base_url: str | None = None  # e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
+    model: str | None = None
+    api_key: SecretStr | None = None  # FLYWHEEL_OPENAI__API_KEY, or OPENAI_API_KEY read at the edge
+    concurrency: int = Field(8, ge=1, le=4096)  # model calls in flight at once
+    rpm: int | None = Field(None, ge=1)  # requests per minute (None: no limit)
+    tpm: int | None = Field(None, ge=1)  # tokens per minute (None: no limit)
+    timeout_s: float = Field(60.0, gt=0)  # per call
+    retries: int = Field(4, ge=0, le=20)  # on 429, 5xx, timeouts, connection errors
+    backoff_s: float = Field(0.5, ge=0)  # first backoff; doubles each retry, with jitter
+    backoff_max_s: float = Field(30.0, ge=0)
+    breaker_failures: int = Field(12, ge=1)  # consecutive failed attempts that mean "the endpoint is down"
+    max_invalid_replies: int = Field(3, ge=1)  # unusable replies in a row that end an episode
+    max_tokens: int | None = Field(None, ge=1)  # per reply (None: the endpoint's default)
+    writer_rounds: int = Field(3, ge=1, le=10)  # tries of the model writer before the template wording
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)  # model -> price
+
+    def checked_key(self) -> str:
+        """The API key to send; ConfigError for a placeholder, or for no key with a remote endpoint.
+
+        Local servers (vLLM, Ollama, llama.cpp) usually want no key: any string will do there.
+        """
+        key = self.api_key.get_secret_value().strip() if self.api_key else ""
+        if key and (key.lower() in PLACEHOLDER_KEYS or key.startswith("<") or set(key) <= {"x", "X", "*", "."}):
+            raise ConfigError("openai.api_key is a placeholder; set FLYWHEEL_OPENAI__API_KEY or OPENAI_API_KEY "
+                              "to the real key")
+        if not key:
+            host = urlparse(self.base_url or "").hostname or ""
+            if host not in LOCAL_HOSTS:
+                raise ConfigError(f"no API key for {self.base_url or 'the OpenAI API'}; set FLYWHEEL_OPENAI__API_KEY "
+                                  "or OPENAI_API_KEY")
+            return "not-needed"
+        return key
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="FLYWHEEL_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -69,6 +121,9 @@ class Settings(BaseSettings):
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
     review_port: int = 8501
     curation: CurationSettings = Field(default_factory=CurationSettings)
+    policy: Literal["scripted", "openai"] = "scripted"  # who acts in the phone
+    writer: Literal["template", "openai"] = "template"  # who words the instructions
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
 
     @classmethod
     def settings_customise_sources(
@@ -114,6 +169,10 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     try:
         env_values = Settings().model_dump(exclude_defaults=True)
         merged = _merge(_merge(file_values, env_values), {k: v for k, v in overrides.items() if v is not None})
+        openai = merged.get("openai") or {}
+        if not openai.get("api_key") and os.environ.get("OPENAI_API_KEY"):
+            # the openai client's own variable, read here at the edge like every other one
+            merged["openai"] = {**openai, "api_key": os.environ["OPENAI_API_KEY"]}
         return Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]

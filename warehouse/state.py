@@ -199,3 +199,33 @@ def latest_decisions(*, session: Session, round_ids: list[str] | None = None) ->
     for review in session.exec(stmt):
         out[review.episode_id] = review
     return out
+
+
+# --- model replies (the journal that makes model calls exactly-once) ---------------
+
+
+class ModelReply(SQLModel, table=True):
+    """One model reply, committed as it arrives and before it is acted on; never updated."""
+
+    __tablename__ = "model_replies"
+    episode_id: str = Field(primary_key=True)
+    step_index: int = Field(primary_key=True)
+    round_id: str = Field(index=True)
+    reply: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+
+
+def append_reply(*, session: Session, round_id: str, episode_id: str, step_index: int, reply: dict[str, Any]) -> None:
+    """Journal one reply. A reply already journaled at this place is kept as it was (first write wins)."""
+    if session.get(ModelReply, (episode_id, step_index)) is not None:
+        return
+    session.add(ModelReply(episode_id=episode_id, step_index=step_index, round_id=round_id, reply=reply))
+    session.commit()
+
+
+def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """Every journaled reply of a round: episode id -> step index -> reply."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in session.exec(select(ModelReply).where(ModelReply.round_id == round_id)):
+        out.setdefault(row.episode_id, {})[row.step_index] = row.reply
+    return out

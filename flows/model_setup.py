@@ -1,0 +1,62 @@
+"""The model path of a round, built from settings: endpoint, engine, journal, probe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.model_collect import ModelPolicy
+from generators.models import Engine, EngineConfig, OpenAIEndpoint, probe_endpoint
+from warehouse import state
+from warehouse.errors import ConfigError
+from warehouse.settings import OpenAISettings, Settings
+from warehouse.store import Store
+
+
+def require_model(cfg: OpenAISettings) -> str:
+    if not cfg.model:
+        raise ConfigError("the openai policy needs a model: --model NAME or openai.model in flywheel.toml")
+    return cfg.model
+
+
+def probe(settings: Settings) -> None:
+    """One clear line before any work if the endpoint is unreachable, refuses the key or lacks the model."""
+    cfg = settings.openai
+    probe_endpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
+                   timeout_s=min(cfg.timeout_s, 15.0))
+
+
+def engine_config(cfg: OpenAISettings) -> EngineConfig:
+    return EngineConfig(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm, timeout_s=cfg.timeout_s,
+                        retries=cfg.retries, backoff_s=cfg.backoff_s, backoff_max_s=cfg.backoff_max_s,
+                        breaker_failures=cfg.breaker_failures)
+
+
+def make_engine(cfg: OpenAISettings) -> Engine:
+    """An engine over the real endpoint; create it inside the event loop that will use it."""
+    # the client's own timeout is a backstop; the engine times each attempt itself
+    endpoint = OpenAIEndpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
+                              timeout_s=cfg.timeout_s + 5)
+    return Engine(endpoint, engine_config(cfg))
+
+
+def model_policy(cfg: OpenAISettings) -> ModelPolicy:
+    return ModelPolicy(model=require_model(cfg), max_invalid_replies=cfg.max_invalid_replies,
+                       max_tokens=cfg.max_tokens)
+
+
+class StateJournal:
+    """The reply journal in the state database (SQLite or PostgreSQL), preloaded for one round."""
+
+    def __init__(self, store: Store, round_id: str):
+        self.store, self.round_id = store, round_id
+        with store.session() as s:
+            self.entries = state.journaled_replies(session=s, round_id=round_id)
+
+    def replies(self, episode_id: str) -> dict[int, dict[str, Any]]:
+        return dict(self.entries.get(episode_id, {}))
+
+    def append(self, episode_id: str, index: int, reply: dict[str, Any]) -> None:
+        with self.store.session() as s:
+            state.append_reply(session=s, round_id=self.round_id, episode_id=episode_id, step_index=index,
+                               reply=reply)
+        self.entries.setdefault(episode_id, {})[index] = reply

@@ -1,0 +1,1 @@
+"""Importers: trajectories recorded elsewhere, turned into the contract (source="external")."""

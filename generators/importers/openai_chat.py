@@ -1,0 +1,164 @@
+"""Import OpenAI chat trajectories (``messages`` with ``tool_calls`` and ``tool`` results). Pure.
+
+Each conversation becomes an Episode (source="external"), its Steps and an Outcome.
+There is no task spec and no world behind it, so no replay: verification fields are
+empty, success comes from an optional ``reward``. Ids come from the content, so the
+same conversation imported twice is the same episode.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from warehouse.contract import Action, Episode, EpisodeRecord, Feedback, Outcome, Step, ToolError, Verification
+from warehouse.errors import InputError
+from warehouse.ids import canonical_json, digest
+
+META = {"finish", "ask_user"}
+
+
+class MalformedRecord(ValueError):
+    """One record cannot be imported; the message says why."""
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    where: str  # "line 12" (JSONL) or "record 3" (JSON list)
+    value: Any
+
+
+def read_records(text: str, name: str) -> tuple[list[SourceRecord], list[tuple[str, str]]]:
+    """The records of a JSON list or JSONL file, and (where, why) for every line that is not JSON.
+
+    InputError (one line with the position) when the file as a whole is not JSON."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError(f"{name}: the file is empty")
+    if stripped[0] == "[":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}: not JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return [SourceRecord(f"record {i + 1}", v) for i, v in enumerate(data)], []
+    records, bad = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(SourceRecord(f"line {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            bad.append((f"line {number}", f"not JSON at column {exc.colno}: {exc.msg}"))
+    if not records:
+        where = bad[0][0] if bad else "line 1"
+        raise InputError(f"{name}: not JSON or JSONL ({where}: {bad[0][1] if bad else 'no records'})")
+    return records, bad
+
+
+def _feedback(content: Any) -> Feedback:
+    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one, else the text."""
+    try:
+        body = json.loads(content) if isinstance(content, str) else content
+    except ValueError:
+        body = content
+    if isinstance(body, dict) and isinstance(body.get("ok"), bool):
+        error = body.get("error")
+        err = None
+        if not body["ok"]:
+            err = ToolError(code=str(error.get("code", "ERROR")) if isinstance(error, dict) else "ERROR",
+                            message=str(error.get("message", "")) if isinstance(error, dict) else str(error))
+        return Feedback(ok=body["ok"], error=err, result=body.get("data"), notices=list(body.get("notices") or []))
+    return Feedback(ok=True, result=body)
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _steps(eid: str, messages: list[Any]) -> list[Step]:
+    steps: list[Step] = []
+    pending: dict[str, int] = {}  # call id -> index of its step, until its result arrives
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or msg.get("role") not in {"system", "user", "assistant", "tool", "developer"}:
+            raise MalformedRecord(f"message {i} has no known role")
+        role = msg["role"]
+        if role == "assistant":
+            calls = msg.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise MalformedRecord(f"message {i}: tool_calls is not a list")
+            text = _text(msg)
+            for call in calls:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+                    raise MalformedRecord(f"message {i}: a tool call without a function name")
+                raw = fn.get("arguments", "")
+                call_id = str(call.get("id") or f"call_{len(steps)}")
+                try:
+                    args = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
+                except ValueError:
+                    args = None
+                if not isinstance(args, dict):
+                    action = Action(kind="invalid", tool=fn["name"], call_id=call_id, text=text, raw=str(raw))
+                else:
+                    kind = fn["name"] if fn["name"] in META else "tool_call"
+                    action = Action(kind=kind, tool=fn["name"], arguments=args, call_id=call_id, text=text)
+                pending[call_id] = len(steps)
+                steps.append(Step(episode_id=eid, index=len(steps), action=action, feedback=Feedback(ok=True),
+                                  verification=Verification(label="invalid_call" if action.kind == "invalid" else "ok")))
+                text = ""  # the text goes with the first call of the message
+            if not calls:
+                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"), None)
+                if later_user is not None:  # text to the user, answered by the user: a question
+                    action = Action(kind="ask_user", tool="ask_user", arguments={"question": text})
+                    feedback = Feedback(ok=True, result={"answer": _text(later_user)})
+                else:  # the closing answer
+                    action = Action(kind="finish", tool="finish", arguments={"status": "completed", "summary": text})
+                    feedback = Feedback(ok=True, result={"status": "completed"})
+                steps.append(Step(episode_id=eid, index=len(steps), action=action, feedback=feedback))
+        elif role == "tool":
+            call_id = str(msg.get("tool_call_id") or "")
+            if call_id not in pending:
+                raise MalformedRecord(f"message {i}: a tool result for unknown call {call_id!r}")
+            step = steps[pending.pop(call_id)]
+            step.feedback = _feedback(msg.get("content"))
+    return steps
+
+
+def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> EpisodeRecord:
+    """One conversation as an external episode. MalformedRecord says what is wrong with it."""
+    if not isinstance(value, dict):
+        raise MalformedRecord("a record must be a JSON object")
+    messages = value.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise MalformedRecord("no messages")
+    eid = f"x-{digest(canonical_json(value), 16)}"
+    steps = _steps(eid, messages)
+    if not steps:
+        raise MalformedRecord("no assistant turn")
+    task = value.get("task") if isinstance(value.get("task"), dict) else {}
+    instruction = next((_text(m) for m in messages if m.get("role") == "user"), "")
+    task_key = task.get("task_id") or value.get("task_id") or f"t-ext-{digest(instruction, 12)}"
+    reward = value.get("reward")
+    if reward is not None and not isinstance(reward, int | float):  # a bool is an int: True / False work
+        raise MalformedRecord(f"reward must be a number or a boolean, got {reward!r}")
+    progress = float(reward) if reward is not None else 0.0
+    finished = steps[-1].action.kind == "finish"
+    finish_args = steps[-1].action.arguments if finished else {}
+    outcome = Outcome(
+        episode_id=eid, termination="finished" if finished else "harness_error",
+        finish_status=str(finish_args.get("status", "")), final_answer=finish_args.get("answer"),
+        success=bool(reward is not None and progress >= 0.5), progress=max(0.0, min(1.0, progress)),
+        steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
+    )
+    episode = Episode(
+        episode_id=eid, task_id=str(task_key), family=str(task.get("family") or "external"),
+        template=str(task.get("template") or "external"), instruction=instruction,
+        policy=str(value.get("policy") or "external"), model=str(value.get("model") or ""),
+        round_id="external", batch_id=batch_id, source="external", created_at=created_at,
+    )
+    return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)

@@ -1,0 +1,106 @@
+"""The collection engine's model-call layer: bounded, rate-limited, retried, with a circuit breaker.
+
+Every model call of a round goes through one ``Engine``. It holds at most
+``concurrency`` calls in flight, keeps to requests-per-minute and tokens-per-minute,
+gives each attempt a timeout, retries 429 / 5xx / timeouts / dropped connections with
+exponential backoff and jitter (a Retry-After from the server wins), and opens a
+circuit when the endpoint keeps failing: every waiting call then raises EndpointDown
+so the round stops cleanly instead of spinning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, TransientFailure
+from generators.models.limits import CircuitBreaker, RateLimiter
+
+
+@dataclass
+class EngineConfig:
+    concurrency: int = 8
+    rpm: int | None = None
+    tpm: int | None = None
+    timeout_s: float = 60.0
+    retries: int = 4
+    backoff_s: float = 0.5
+    backoff_max_s: float = 30.0
+    breaker_failures: int = 12
+
+
+@dataclass
+class EngineStats:
+    calls: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: Counter = field(default_factory=Counter)  # kind -> failed attempts
+
+
+class Engine:
+    """Calls ``endpoint`` under ``config``'s limits. Create it inside the event loop that uses it."""
+
+    def __init__(self, endpoint: Endpoint, config: EngineConfig, *, rng: random.Random | None = None):
+        self.endpoint, self.config = endpoint, config
+        self.slots = asyncio.Semaphore(config.concurrency)
+        self.rpm = RateLimiter(config.rpm) if config.rpm else None
+        self.tpm = RateLimiter(config.tpm) if config.tpm else None
+        self.breaker = CircuitBreaker(config.breaker_failures)
+        self.rng = rng or random.Random()
+        self.stats = EngineStats()
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt`` (1-based): the server's Retry-After if it
+        gave one, else exponential with full jitter in the upper half, capped."""
+        if retry_after is not None:
+            return min(self.config.backoff_max_s, retry_after) * (1.0 + 0.1 * self.rng.random())
+        base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
+        return base * (0.5 + 0.5 * self.rng.random())
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        """One model reply. Raises TransientFailure when retries run out, RequestRejected for a
+        request the endpoint refuses, EndpointRefused / EndpointDown when the endpoint is unusable."""
+        self.stats.calls += 1
+        attempt = 0
+        while True:
+            if self.breaker.open:
+                raise EndpointDown(f"model endpoint is down ({self.breaker.failures} failed attempts in a row, last "
+                                   f"{self.breaker.last_error}); round stopped, committed work kept: rerun to go on")
+            attempt += 1
+            if self.rpm:
+                await self.rpm.acquire(1)
+            estimate = request.estimated_tokens() if self.tpm else 0
+            if self.tpm:
+                await self.tpm.acquire(estimate)
+            try:
+                async with self.slots:
+                    self.stats.attempts += 1
+                    async with asyncio.timeout(self.config.timeout_s):
+                        reply = await self.endpoint.complete(request)
+            except TransientFailure as exc:
+                failure = exc
+            except TimeoutError:
+                failure = TransientFailure("timeout", f"no reply within {self.config.timeout_s:g}s")
+            else:
+                self.breaker.success()
+                reply.attempts = attempt
+                self.stats.prompt_tokens += reply.prompt_tokens
+                self.stats.completion_tokens += reply.completion_tokens
+                if self.tpm:
+                    self.tpm.adjust(reply.prompt_tokens + reply.completion_tokens - estimate)
+                return reply
+            self.stats.failures[failure.kind] += 1
+            self.breaker.failure(f"{failure.kind}: {failure}")
+            if attempt > self.config.retries:
+                raise failure
+            await asyncio.sleep(self.backoff(attempt, failure.retry_after))
+
+    async def close(self) -> None:
+        await self.endpoint.close()

@@ -1,0 +1,135 @@
+"""The real endpoint: the ``openai`` client (AsyncOpenAI) against any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import openai
+
+from generators.models.endpoint import (
+    ChatReply, ChatRequest, EndpointRefused, RequestRejected, ToolCall, TransientFailure,
+)
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = getattr(exc.response, "headers", None) or {}
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+def _message_of(exc: openai.APIError) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(exc).splitlines()[0]
+
+
+class OpenAIEndpoint:
+    """An OpenAI-compatible endpoint. Retries are the engine's job, so the client's are off."""
+
+    def __init__(self, *, base_url: str | None, api_key: str, model: str, timeout_s: float = 60.0):
+        self.model, self.base_url = model, base_url
+        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s)
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}
+        if request.tools:
+            kwargs["tools"] = request.tools
+            if request.tool_choice:
+                kwargs["tool_choice"] = request.tool_choice
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.headers:
+            kwargs["extra_headers"] = request.headers
+        start = time.perf_counter()
+        try:
+            completion = await self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise TransientFailure("timeout", "the model call timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientFailure("connection", f"cannot reach {self.base_url}: {exc}") from exc
+        except openai.RateLimitError as exc:
+            raise TransientFailure("429", _message_of(exc), _retry_after(exc)) from exc
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            # the server's message may echo part of the key: not shown
+            raise EndpointRefused(f"{self.base_url} refused the API key ({exc.status_code})") from exc
+        except openai.NotFoundError as exc:
+            raise EndpointRefused(f"{self.base_url}: model {self.model!r} not found: {_message_of(exc)}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code in (408, 409):
+                raise TransientFailure(str(exc.status_code), _message_of(exc), _retry_after(exc)) from exc
+            raise RequestRejected(f"{exc.status_code}: {_message_of(exc)}") from exc
+        latency_ms = (time.perf_counter() - start) * 1000
+        return reply_from_completion(completion, latency_ms)
+
+    async def list_models(self) -> list[str]:
+        page = await self.client.models.list()
+        return [m.id for m in page.data]
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def reply_from_completion(completion: Any, latency_ms: float) -> ChatReply:
+    """Our reply from the client's completion object (first choice only)."""
+    if not completion.choices:
+        return ChatReply(content=None, tool_calls=[], latency_ms=latency_ms, finish_reason="no_choices")
+    choice = completion.choices[0]
+    msg = choice.message
+    calls = [ToolCall(id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or "")
+             for c in (msg.tool_calls or []) if getattr(c, "function", None) is not None]
+    extra = getattr(msg, "model_extra", None) or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
+    usage = completion.usage
+    return ChatReply(
+        content=msg.content, tool_calls=calls, reasoning=str(reasoning),
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        latency_ms=round(latency_ms, 3), finish_reason=choice.finish_reason or "",
+    )
+
+
+async def _probe(endpoint: OpenAIEndpoint) -> None:
+    where = endpoint.base_url or "the OpenAI API"
+    try:
+        models = await endpoint.list_models()
+    except openai.APITimeoutError as exc:
+        raise EndpointRefused(f"model endpoint {where} did not answer in time") from exc
+    except openai.APIConnectionError as exc:
+        raise EndpointRefused(f"cannot reach the model endpoint {where} (check --base-url)") from exc
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise EndpointRefused(f"model endpoint {where} refused the API key ({exc.status_code})") from exc
+    except openai.NotFoundError as exc:
+        raise EndpointRefused(f"{where} has no /models: is the base URL right (it usually ends in /v1)?") from exc
+    except openai.APIStatusError as exc:
+        raise EndpointRefused(f"model endpoint {where} answered {exc.status_code}: {_message_of(exc)}") from exc
+    except Exception as exc:  # a reply that is not an OpenAI API at all (HTML, garbage)
+        raise EndpointRefused(f"{where} does not answer like an OpenAI-compatible API: {type(exc).__name__}") from exc
+    finally:
+        await endpoint.close()
+    if endpoint.model not in models:
+        shown = ", ".join(models[:8]) + (" ..." if len(models) > 8 else "")
+        raise EndpointRefused(f"model {endpoint.model!r} is not served by {where} (it serves: {shown or 'nothing'})")
+
+
+def probe_endpoint(*, base_url: str | None, api_key: str, model: str, timeout_s: float = 15.0) -> None:
+    """Check before any work starts that the endpoint answers, takes the key and serves the model.
+
+    Raises EndpointRefused with one line saying which of the three is wrong.
+    """
+    asyncio.run(_probe(OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=timeout_s)))

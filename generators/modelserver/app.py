@@ -1,0 +1,142 @@
+"""The test server's HTTP app (Starlette): chat completions, models, stats, fault control."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from generators.modelserver.brain import estimate_tokens, next_action, parse_task_header, position, writer_reply
+from generators.modelserver.faults import FaultConfig, pick_fault
+
+EPISODE_HEADER = "x-flywheel-episode"
+TASK_HEADER = "x-flywheel-task"
+
+
+class ServerState:
+    """Counters and fault settings of one server."""
+
+    def __init__(self, models: list[str], api_key: str | None, faults: FaultConfig, policy_seed: int = 0):
+        self.models = models
+        self.api_key = api_key
+        self.faults = faults
+        self.policy_seed = policy_seed
+        self.requests = 0
+        self.per_episode: dict[str, int] = defaultdict(int)
+        # episode -> conversation position -> requests answered with a usable reply
+        self.positions: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.faults_injected: dict[str, int] = defaultdict(int)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "episodes": {e: {"requests": n, "positions": {str(p): c for p, c in self.positions[e].items()}}
+                         for e, n in self.per_episode.items()},
+            "faults": dict(self.faults_injected),
+        }
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers)
+
+
+def _completion(model: str, content: str | None, tool_calls: list | None, messages: list) -> dict[str, Any]:
+    prompt_tokens = estimate_tokens(messages)
+    completion_tokens = estimate_tokens(json.dumps(tool_calls) if tool_calls else content or "") + 5
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop",
+                     "message": {"role": "assistant", "content": content, "tool_calls": tool_calls}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def build_app(state: ServerState) -> Starlette:
+    """The Starlette app over ``state``."""
+
+    def authorised(request: Request) -> bool:
+        return state.api_key is None or request.headers.get("authorization") == f"Bearer {state.api_key}"
+
+    async def models(request: Request) -> Response:
+        if not authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "flywheel-test"}
+                                                        for m in state.models]})
+
+    async def chat(request: Request) -> Response:
+        if not authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return _error(400, "body is not JSON", "invalid_request_error")
+        model = body.get("model")
+        if model not in state.models:
+            return _error(404, f"The model `{model}` does not exist.", "invalid_request_error", "model_not_found")
+        messages = body.get("messages") or []
+        episode = request.headers.get(EPISODE_HEADER, "")
+        state.requests += 1
+        state.per_episode[episode] += 1
+        cfg = state.faults
+        fault = pick_fault(cfg, episode, state.per_episode[episode])
+        if fault:
+            state.faults_injected[fault] += 1
+        if cfg.latency_ms:
+            await asyncio.sleep(cfg.latency_ms / 1000)
+        if fault == "down":
+            return _error(503, "service unavailable", "server_error")
+        if fault == "429":
+            return _error(429, "Rate limit reached.", "rate_limit_error", "rate_limit_exceeded",
+                          headers={"retry-after": f"{cfg.retry_after_s:g}"})
+        if fault == "500":
+            return _error(500, "The server had an error while processing your request.", "server_error")
+        if fault == "timeout":
+            await asyncio.sleep(cfg.timeout_s)
+            return _error(504, "gateway timeout", "server_error")
+        if not body.get("tools"):  # no tools: the task writer is asking
+            return JSONResponse(_completion(model, writer_reply(messages), None, messages))
+        state.positions[episode][position(messages)] += 1
+        action = next_action(parse_task_header(request.headers.get(TASK_HEADER)), messages, state.policy_seed)
+        name, arguments = action.tool or action.kind, json.dumps(action.arguments)
+        content: str | None = None
+        tool_calls: list[dict[str, Any]] | None = None
+        if fault == "malformed":
+            arguments = arguments[: max(1, len(arguments) // 2)]  # cut off mid-object: not JSON
+        if fault == "unknown_tool":
+            name = name + "_v2"
+        if fault == "text":
+            content = f"I would now call {name} with {arguments}."
+        elif fault == "empty":
+            content = ""
+        else:
+            call_id = f"call_{uuid.uuid4().hex[:12]}"
+            tool_calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]
+            content = f"Next: {name}."
+        return JSONResponse(_completion(model, content, tool_calls, messages))
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse(state.stats())
+
+    async def set_faults(request: Request) -> Response:
+        try:
+            state.faults = FaultConfig.from_dict(json.loads(await request.body()))
+        except (ValueError, TypeError) as exc:
+            return _error(400, str(exc), "invalid_request_error")
+        return JSONResponse(state.faults.as_dict())
+
+    return Starlette(routes=[
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/admin/faults", set_faults, methods=["POST"]),
+    ])

@@ -1,0 +1,58 @@
+"""Which fault (if any) the test server injects into one request. Pure."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from warehouse.ids import digest
+
+# transport faults (the reply never reaches the policy) and content faults (a bad reply)
+TRANSPORT = ("429", "500", "timeout")
+CONTENT = ("malformed", "unknown_tool", "text", "empty")
+KINDS = TRANSPORT + CONTENT
+
+
+@dataclass
+class FaultConfig:
+    """Fault injection for the test server. ``rate`` is the chance a request is faulty;
+    ``kinds`` weighs which fault it gets. ``down`` makes every request fail with 503."""
+
+    latency_ms: float = 0.0
+    rate: float = 0.0
+    kinds: dict[str, float] = field(default_factory=lambda: {k: 1.0 for k in KINDS})
+    retry_after_s: float = 0.05
+    timeout_s: float = 5.0  # how long a "timeout" request hangs before answering
+    down: bool = False
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FaultConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown fault setting(s): {unknown}")
+        cfg = cls(**known)
+        bad = sorted(set(cfg.kinds) - set(KINDS))
+        if bad:
+            raise ValueError(f"unknown fault kind(s): {bad}; known: {list(KINDS)}")
+        return cfg
+
+
+def pick_fault(cfg: FaultConfig, episode: str, attempt: int) -> str | None:
+    """The fault for the ``attempt``-th request of ``episode`` (deterministic), or None."""
+    if cfg.down:
+        return "down"
+    if cfg.rate <= 0:
+        return None
+    rng = random.Random(int(digest([cfg.seed, episode, attempt], 12), 16))
+    if rng.random() >= cfg.rate:
+        return None
+    kinds = [k for k, w in cfg.kinds.items() if w > 0]
+    if not kinds:
+        return None
+    return rng.choices(kinds, weights=[cfg.kinds[k] for k in kinds])[0]

@@ -1,0 +1,96 @@
+"""The planner over a model: prompts in, actions out. Pure: no I/O, no clock.
+
+The conversation is rebuilt from the recorded steps, so an episode resumed from its
+journal of replies sends exactly what it would have sent had it never stopped. A reply
+that holds no usable action (bad JSON arguments, an unknown tool, text where a call was
+required, nothing at all) becomes an ``invalid`` action with the raw text and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from warehouse.contract import Action, Step, TaskSpec
+
+from generators.phone.tools import META_SCHEMAS, openai_tool_schemas
+
+SYSTEM_PROMPT = (
+    "You are a planner agent operating the user's phone through tools. Use the tools to do what the user "
+    "asks, one tool call per reply. Ask the user (ask_user) when a request is ambiguous or a fact is missing. "
+    "When done, call finish with the status, the typed answer if a question was asked, and claims tying "
+    "each fact to the call id that returned it."
+)
+EPISODE_HEADER = "X-Flywheel-Episode"
+TASK_HEADER = "X-Flywheel-Task"
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    action: Action
+    reason: str = ""  # why the reply is invalid; empty when it is usable
+
+
+def tool_schemas(task: TaskSpec) -> list[dict[str, Any]]:
+    """The functions the model may call: the task's exposed tools, ask_user and finish."""
+    return openai_tool_schemas(task.tools)
+
+
+def request_headers(task: TaskSpec, episode_id: str, rollout: int) -> dict[str, str]:
+    """Headers that let a gateway (or the test server) group an episode's calls."""
+    return {EPISODE_HEADER: episode_id, TASK_HEADER: f"{task.family}:{task.seed}:{task.difficulty}:{rollout}"}
+
+
+def _tool_content(step: Step) -> str:
+    fb = step.feedback
+    body: dict[str, Any] = {"ok": True, "data": fb.result} if fb.ok else {
+        "ok": False, "error": fb.error.model_dump() if fb.error else {"code": "ERROR"}}
+    if fb.notices:
+        body["notices"] = fb.notices
+    return json.dumps(body, ensure_ascii=False, default=str)
+
+
+def conversation(task: TaskSpec, steps: list[Step]) -> list[dict[str, Any]]:
+    """The messages to send after ``steps``: system, the instruction, then each reply and its result."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                      {"role": "user", "content": task.instruction}]
+    for step in steps:
+        a = step.action
+        call_id = a.call_id or f"call_{step.index}"
+        if a.kind == "invalid" and not a.tool:  # text or nothing where a call was required
+            messages.append({"role": "assistant", "content": a.raw or a.text or ""})
+            error = step.feedback.error.message if step.feedback.error else "no usable tool call"
+            messages.append({"role": "user", "content": f"[harness] {error}. Reply with exactly one tool call."})
+            continue
+        arguments = a.raw if a.kind == "invalid" else json.dumps(a.arguments, ensure_ascii=False)
+        messages.append({"role": "assistant", "content": a.text or None,
+                         "tool_calls": [{"id": call_id, "type": "function",
+                                         "function": {"name": a.tool, "arguments": arguments}}]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": _tool_content(step)})
+    return messages
+
+
+def parse_reply(content: str | None, tool_calls: list[Any], allowed: set[str], reasoning: str = "") -> ParsedReply:
+    """The action a reply asks for. ``tool_calls`` items have ``id``, ``name`` and raw ``arguments``."""
+    text = "\n".join(t for t in (reasoning, content or "") if t).strip()
+    if not tool_calls:
+        if not text:
+            return ParsedReply(Action(kind="invalid", raw=""), "empty reply")
+        return ParsedReply(Action(kind="invalid", text=text, raw=content or ""),
+                           "the reply was text where a tool call was required")
+    call = tool_calls[0]  # one call per step; further parallel calls are not carried out
+    name, raw, call_id = call.name, call.arguments, call.id
+    if name not in allowed and name not in META_SCHEMAS:
+        return ParsedReply(Action(kind="invalid", tool=name, call_id=call_id, text=text, raw=raw),
+                           f"unknown tool {name!r}; available: {', '.join(sorted(allowed | set(META_SCHEMAS)))}")
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return ParsedReply(Action(kind="invalid", tool=name, call_id=call_id, text=text, raw=raw),
+                           f"the arguments of {name} are not valid JSON ({exc.msg} at {exc.pos})")
+    if not isinstance(arguments, dict):
+        return ParsedReply(Action(kind="invalid", tool=name, call_id=call_id, text=text, raw=raw),
+                           f"the arguments of {name} must be a JSON object")
+    kind = name if name in META_SCHEMAS else "tool_call"
+    return ParsedReply(Action(kind=kind, tool=name, arguments=arguments, call_id=call_id, text=text))

@@ -1,0 +1,90 @@
+"""``flywheel import --format openai-chat``: conversations into the contract as external
+episodes; malformed records reported by line and skipped; a rerun imports nothing twice."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import cli_env, flywheel
+from warehouse.query import iter_records
+from warehouse.store import Store
+
+
+def _conv(user: str, reward=None, **extra):
+    rec = {"messages": [
+        {"role": "system", "content": "You run the phone."},
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": "Which one?"},
+        {"role": "user", "content": "Ann Lee"},
+        {"role": "assistant", "content": "Searching.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "contacts_search", "arguments": '{"query": "Ann Lee"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "contacts_get", "arguments": '{"contact_id": '}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"ok": True, "data": [{"id": "c-1"}]})},
+        {"role": "tool", "tool_call_id": "c2", "content": json.dumps({"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": "bad"}})},
+        {"role": "assistant", "content": "Her number is 555."},
+    ], **extra}
+    if reward is not None:
+        rec["reward"] = reward
+    return rec
+
+
+def test_jsonl_import_skips_malformed_lines_and_is_idempotent(tmp_path):
+    lines = [
+        json.dumps(_conv("Find Ann's number", reward=1.0, model="gpt-x", task={"family": "F01", "task_id": "t-ann"})),
+        "{not json",
+        json.dumps({"messages": []}),
+        json.dumps(_conv("Find Bob's number", reward=0)),
+        json.dumps({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "nope", "content": "{}"}]}),
+        json.dumps(_conv("Find Cy's number", reward="great")),
+    ]
+    src = tmp_path / "convs.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    env = cli_env(None)
+    first = flywheel("import", str(src), "--format", "openai-chat", env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "Imported 2 episodes" in first.stdout and "4 malformed skipped" in first.stdout
+    warnings = first.stderr.splitlines()
+    assert [w.split(": ")[2] for w in warnings] == ["line 2", "line 3", "line 5", "line 6"]
+    assert "Traceback" not in first.stderr
+
+    con = Store(tmp_path / "flywheel-data").duck()
+    episodes = {e.instruction: e for e in iter_records(con, "episodes")}
+    assert set(episodes) == {"Find Ann's number", "Find Bob's number"}
+    ann = episodes["Find Ann's number"]
+    assert (ann.source, ann.round_id, ann.model, ann.family, ann.task_id) == ("external", "external", "gpt-x", "F01", "t-ann")
+    steps = sorted((s for s in iter_records(con, "steps") if s.episode_id == ann.episode_id), key=lambda s: s.index)
+    assert [s.action.kind for s in steps] == ["ask_user", "tool_call", "invalid", "finish"]
+    assert steps[0].feedback.result == {"answer": "Ann Lee"}
+    assert steps[1].feedback.ok and steps[1].feedback.result == [{"id": "c-1"}]
+    assert steps[2].action.raw == '{"contact_id": ' and steps[2].feedback.error.code == "INVALID_ARGUMENT"
+    outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
+    assert outcomes[ann.episode_id].success and outcomes[ann.episode_id].termination == "finished"
+    assert not outcomes[episodes["Find Bob's number"].episode_id].success
+
+    again = flywheel("import", str(src), env=env, cwd=tmp_path)
+    assert again.returncode == 0 and "Imported 0 episodes" in again.stdout and "2 already there" in again.stdout
+    assert Store(tmp_path / "flywheel-data").duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 2
+    status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
+    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("external", "imported", 2)]
+
+
+def test_json_list_import(tmp_path):
+    src = tmp_path / "convs.json"
+    src.write_text(json.dumps([_conv("A"), _conv("B"), 7]))
+    proc = flywheel("import", str(src), env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Imported 2 episodes" in proc.stdout and "record 3" in proc.stderr
+
+
+def test_a_file_that_is_not_json_is_one_line_with_the_position(tmp_path):
+    for name, text, where in [("broken.json", '[{"messages": []},\n {"a": ]', "line 2, column"),
+                              ("notes.txt", "hello\nworld\n", "line 1")]:
+        src = tmp_path / name
+        src.write_text(text)
+        proc = flywheel("import", str(src), env=cli_env(None), cwd=tmp_path)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+        assert lines[0].startswith("error: ") and name in lines[0] and where in lines[0]
+        assert not (tmp_path / "flywheel-data").exists()
+    proc = flywheel("import", str(tmp_path / "missing.jsonl"), env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 1 and "cannot read" in proc.stderr

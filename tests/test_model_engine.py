@@ -1,0 +1,262 @@
+"""The model path's logic on fakes: reply parsing, the engine's retries, limits and breaker,
+the episode loop's invalid replies and journal replay, endpoint settings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episode
+from generators.models import ChatReply, Engine, EngineConfig, EndpointDown, FakeEndpoint, TransientFailure
+from generators.models.endpoint import ChatRequest, ToolCall
+from generators.models.limits import RateLimiter
+from generators.phone.families import FAMILIES
+from generators.policies.model_planner import conversation, parse_reply
+from warehouse.errors import ConfigError
+from warehouse.settings import OpenAISettings
+
+WHEN = datetime(2026, 3, 1, tzinfo=UTC)
+ALLOWED = {"contacts_search", "contacts_update"}
+
+
+def _call(name: str, arguments: str) -> list[ToolCall]:
+    return [ToolCall(id="c1", name=name, arguments=arguments)]
+
+
+@pytest.mark.parametrize("content,calls,reason", [
+    ("", [], "empty reply"),
+    (None, [], "empty reply"),
+    ("I will search now.", [], "text where a tool call was required"),
+    (None, _call("contacts_delete_all", "{}"), "unknown tool"),
+    (None, _call("contacts_search", '{"query": "Ann'), "not valid JSON"),
+    (None, _call("contacts_search", '["Ann"]'), "must be a JSON object"),
+])
+def test_unusable_replies_become_invalid_actions_with_raw_text(content, calls, reason):
+    parsed = parse_reply(content, calls, ALLOWED)
+    assert parsed.action.kind == "invalid" and reason in parsed.reason
+    if calls:
+        assert parsed.action.raw == calls[0].arguments
+
+
+def test_usable_replies_become_actions():
+    call = parse_reply("Looking her up.", _call("contacts_search", '{"query": "Ann"}'), ALLOWED)
+    assert (call.reason, call.action.kind, call.action.arguments, call.action.text) == \
+        ("", "tool_call", {"query": "Ann"}, "Looking her up.")
+    assert parse_reply(None, _call("finish", '{"status": "completed"}'), ALLOWED).action.kind == "finish"
+    assert parse_reply(None, _call("ask_user", '{"question": "which?"}'), ALLOWED).action.kind == "ask_user"
+
+
+def _engine(responder, **cfg) -> Engine:
+    return Engine(FakeEndpoint(responder), EngineConfig(**{"backoff_s": 0.001, "backoff_max_s": 0.01, **cfg}),
+                  rng=random.Random(0))
+
+
+def _ok(_request=None) -> ChatReply:
+    return ChatReply(content="ok", tool_calls=[], prompt_tokens=3, completion_tokens=2)
+
+
+def _request() -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+def test_engine_retries_transient_failures_then_succeeds():
+    failures = iter([TransientFailure("429", "slow down", 0.001), TransientFailure("500", "oops")])
+
+    def responder(_):
+        failure = next(failures, None)
+        if failure:
+            raise failure
+        return _ok()
+
+    async def main():
+        engine = _engine(responder, retries=3)
+        reply = await engine.complete(_request())
+        return reply, engine.stats
+
+    reply, stats = asyncio.run(main())
+    assert reply.attempts == 3 and stats.attempts == 3 and dict(stats.failures) == {"429": 1, "500": 1}
+
+
+def test_engine_gives_up_after_retries_and_times_out_slow_calls():
+    async def slow(_):
+        await asyncio.sleep(5)
+
+    async def main():
+        with pytest.raises(TransientFailure) as info:
+            await _engine(slow, retries=1, timeout_s=0.05).complete(_request())
+        return info.value
+
+    assert asyncio.run(main()).kind == "timeout"
+
+
+def test_backoff_honours_retry_after_and_grows_with_jitter():
+    engine = _engine(_ok, backoff_s=1.0, backoff_max_s=8.0)
+    assert 2.0 <= engine.backoff(1, 2.0) <= 2.2
+    waits = [engine.backoff(n, None) for n in (1, 2, 3, 4, 5, 6)]
+    assert 0.5 <= waits[0] <= 1.0 and 2.0 <= waits[2] <= 4.0 and all(w <= 8.0 for w in waits)
+
+
+def test_breaker_opens_when_the_endpoint_keeps_failing():
+    def down(_):
+        raise TransientFailure("503", "unavailable")
+
+    async def main():
+        engine = _engine(down, retries=100, breaker_failures=5)
+        with pytest.raises(EndpointDown, match="model endpoint is down"):
+            await engine.complete(_request())
+        with pytest.raises(EndpointDown):  # later calls fail at once
+            await engine.complete(_request())
+        return engine.stats.attempts
+
+    assert asyncio.run(main()) == 5
+
+
+def test_engine_keeps_to_its_concurrency_limit():
+    in_flight, peak = 0, 0
+
+    async def responder(_):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return _ok()
+
+    async def main():
+        engine = _engine(responder, concurrency=3)
+        await asyncio.gather(*(engine.complete(_request()) for _ in range(20)))
+
+    asyncio.run(main())
+    assert peak == 3
+
+
+def test_rate_limiter_spaces_requests_after_a_burst():
+    now = [100.0]
+    limiter = RateLimiter(per_minute=60, burst_s=1.0, clock=lambda: now[0])  # one a second
+    waits = [limiter.reserve(1) for _ in range(4)]
+    assert waits == [0.0, 0.0, 1.0, 2.0]
+    now[0] += 10  # a quiet spell saves up no more than one burst
+    assert [limiter.reserve(1) for _ in range(3)] == [0.0, 0.0, 1.0]
+
+
+def _scripted_responder(task, plan):
+    def responder(request: ChatRequest) -> ChatReply:
+        n = sum(1 for m in request.messages if m["role"] == "tool" and "INVALID_ACTION" not in m["content"])
+        a = plan[min(n, len(plan) - 1)]
+        return ChatReply(content=None, tool_calls=_call(a.tool, json.dumps(a.arguments)), prompt_tokens=10,
+                         completion_tokens=4, latency_ms=1.5)
+    return responder
+
+
+def test_episode_replays_its_journal_without_asking_again():
+    task = FAMILIES["F01"].make_task(3, 1)
+    plan = FAMILIES["F01"].reference_actions(task)
+    journal = MemoryJournal()
+    policy = ModelPolicy(model="fake")
+
+    async def run(responder):
+        engine = _engine(responder)
+        return await run_model_episode(task, policy, engine, journal, rollout=0, round_id="r", batch_id="b",
+                                       created_at=WHEN)
+
+    first = asyncio.run(run(_scripted_responder(task, plan)))
+    assert first.outcome.success and first.outcome.termination == "finished"
+    assert first.outcome.prompt_tokens == 10 * len(first.steps) and first.steps[0].cost.latency_ms == 1.5
+
+    def never(_):
+        raise AssertionError("a journaled reply was requested again")
+
+    again = asyncio.run(run(never))
+    assert again.model_dump_json() == first.model_dump_json()
+
+
+def test_unusable_replies_in_a_row_end_the_episode_with_a_reason():
+    task = FAMILIES["F02"].make_task(1, 1)
+
+    async def main():
+        engine = _engine(lambda _: ChatReply(content="Let me think about it.", tool_calls=[]))
+        return await run_model_episode(task, ModelPolicy(model="fake", max_invalid_replies=3), engine,
+                                       MemoryJournal(), rollout=0, round_id="r", batch_id="b", created_at=WHEN)
+
+    rec = asyncio.run(main())
+    assert rec.outcome.termination == "invalid_replies" and not rec.outcome.success
+    assert [s.verification.label for s in rec.steps] == ["invalid_call"] * 3
+    assert rec.steps[0].action.raw == "Let me think about it."
+    msgs = conversation(task, rec.steps)
+    assert msgs[-1]["role"] == "user" and "[harness]" in msgs[-1]["content"]
+
+
+def test_endpoint_failure_ends_the_episode_as_endpoint_error():
+    task = FAMILIES["F03"].make_task(2, 1)
+
+    def failing(_):
+        raise TransientFailure("500", "oops")
+
+    async def main():
+        engine = _engine(failing, retries=1, breaker_failures=100)
+        return await run_model_episode(task, ModelPolicy(model="fake"), engine, MemoryJournal(), rollout=0,
+                                       round_id="r", batch_id="b", created_at=WHEN)
+
+    rec = asyncio.run(main())
+    assert rec.outcome.termination == "endpoint_error" and rec.outcome.failure.side == "harness"
+
+
+def test_api_keys_placeholders_are_refused_and_never_shown():
+    with pytest.raises(ConfigError, match="placeholder"):
+        OpenAISettings(api_key="changethis", base_url="https://api.example.com/v1").checked_key()
+    with pytest.raises(ConfigError, match="no API key"):
+        OpenAISettings(base_url="https://api.example.com/v1").checked_key()
+    assert OpenAISettings(base_url="http://127.0.0.1:8000/v1").checked_key() == "not-needed"
+    cfg = OpenAISettings(api_key="sk-live-abc123", base_url="https://api.example.com/v1")
+    assert cfg.checked_key() == "sk-live-abc123"
+    assert "sk-live-abc123" not in repr(cfg) + str(cfg.model_dump())
+
+
+def _writer_run(task, replies):
+    from generators.writers.model_writer import word_with_model
+
+    queue = list(replies)
+    seen: list[ChatRequest] = []
+
+    def responder(request):
+        seen.append(request)
+        return ChatReply(content=queue.pop(0), tool_calls=[])
+
+    async def main():
+        return await word_with_model(task, _engine(responder), MemoryJournal(), rounds=3, writer_name="openai:fake")
+
+    return asyncio.run(main()), seen
+
+
+def test_model_writer_retries_with_the_reason_then_accepts():
+    task = FAMILIES["F01"].make_task(1, 1)  # "Tomas Nguyen got a new number, it's +1 206-555-0145 ..."
+    name, phone = task.public_params["name"], task.public_params["new_phone"]
+    leaked_fact = task.private_params["user_facts"]["email"]
+    good = json.dumps({"instruction": f"Pls change {name}'s number to {phone}"})
+    worded, seen = _writer_run(task, ["Sure! Here you go.", json.dumps({"instruction": f"Update {name}"}),
+                                      good])
+    assert worded.instruction == f"Pls change {name}'s number to {phone}" and worded.writer == "openai:fake"
+    assert "not JSON" in seen[1].messages[-1]["content"]
+    assert "drops required value" in seen[2].messages[-1]["content"] and phone in seen[2].messages[-1]["content"]
+
+    leak = json.dumps({"instruction": f"Change {name} ({leaked_fact}) to {phone}"})
+    fallback, _ = _writer_run(task, [leak, leak, leak])
+    assert fallback.instruction == task.instruction and fallback.writer == "template"
+
+
+def test_model_writer_refuses_a_leaked_answer():
+    from generators.writers.model_writer import check_instruction
+
+    task = next(t for t in (FAMILIES["F02"].make_task(s, 1) for s in range(20))
+                if t.private_params.get("variant") == "company_count")
+    n = task.private_params["n_targets"]
+    company = task.public_params["company"]
+    ok, why = check_instruction(json.dumps({"instruction": f"how many contacts at {company}? I think {n}"}),
+                                task, task.instruction)
+    assert ok is None and "hidden value" in why
+    ok, why = check_instruction(json.dumps({"instruction": f"Count my {company} contacts"}), task, task.instruction)
+    assert ok == f"Count my {company} contacts" and why == ""

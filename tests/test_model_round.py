@@ -1,0 +1,175 @@
+"""Rounds over a model endpoint through the real command line, against our local
+OpenAI-compatible server: injected faults, a real kill -9 and rerun that repeats no
+committed call, the endpoint going down, and bad endpoints refused before any work."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+
+from generators.modelserver import FaultConfig, serve_in_thread
+from tests.conftest import cli_env, flywheel, flywheel_executable
+from warehouse.store import Store
+
+pytestmark = pytest.mark.slow
+MODEL = "flywheel-test"
+TERMINATIONS = {"finished", "budget_exhausted", "invalid_replies", "endpoint_error", "harness_error"}
+
+
+def _model_args(server, *extra: str) -> list[str]:
+    return ["run", "--policy", "openai", "--model", MODEL, "--base-url", server.base_url, "--no-progress", *extra]
+
+
+def _fast_env(prefect_server, **extra: str) -> dict[str, str]:
+    base = {"FLYWHEEL_OPENAI__TIMEOUT_S": "0.5", "FLYWHEEL_OPENAI__BACKOFF_S": "0.02",
+            "FLYWHEEL_OPENAI__BACKOFF_MAX_S": "0.2"}
+    return cli_env(prefect_server, **{**base, **extra})
+
+
+def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefect_server):
+    faults = FaultConfig(rate=0.3, latency_ms=5, timeout_s=2.0, retry_after_s=0.05, seed=7)
+    with serve_in_thread(faults) as server:
+        env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__CONCURRENCY="16")
+        run = flywheel(*_model_args(server, "--episodes", "40", "--writer", "openai"), env=env, cwd=tmp_path)
+        injected = server.stats()["faults"]
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    assert "Finished round r0001: 40 episodes" in run.stdout
+    assert set(injected) >= {"429", "500", "timeout", "malformed", "unknown_tool"}, injected
+
+    con = Store(tmp_path / "flywheel-data").duck()
+    outcomes = con.execute("SELECT episode_id, termination, success FROM outcomes").fetchall()
+    assert len(outcomes) == len({o[0] for o in outcomes}) == 40
+    assert {o[1] for o in outcomes} <= TERMINATIONS
+    assert any(o[2] for o in outcomes) and not all(o[2] for o in outcomes)
+    invalid = con.execute("SELECT action_raw, feedback_error FROM steps WHERE action_kind = 'invalid'").fetchall()
+    assert invalid, "malformed replies must be kept as invalid-call steps"
+    assert any(raw for raw, _ in invalid), "the raw text of a bad reply is kept"
+    assert all("INVALID_ACTION" in err for _, err in invalid)
+    (policy, model), = con.execute("SELECT DISTINCT policy, model FROM episodes").fetchall()
+    assert (policy, model) == (f"openai:{MODEL}", MODEL)
+    tokens = con.execute("SELECT sum(cost_prompt_tokens), min(cost_latency_ms) FROM steps").fetchone()
+    assert tokens[0] > 0 and tokens[1] > 0
+
+    writers = dict(con.execute("SELECT writer, count(*) FROM tasks GROUP BY writer").fetchall())
+    assert writers.get(f"openai:{MODEL}", 0) >= 15, writers  # worded by the model, some after a rejected try
+    worded = con.execute("SELECT instruction FROM tasks WHERE writer <> 'template'").fetchall()
+    assert all(text.startswith("Hey, ") for (text,) in worded)
+
+    status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"][0]
+    assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect_server, backend, request):
+    concurrency = 4
+    url = request.getfixturevalue("fresh_postgres_url") if backend == "postgres" else None
+    env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__CONCURRENCY=str(concurrency),
+                    FLYWHEEL_OPENAI__TIMEOUT_S="5", **({"FLYWHEEL_STATE_URL": url} if url else {}))
+    data = tmp_path / "flywheel-data"
+
+    def warehouse() -> Store:  # the warehouse on this test's backend
+        return Store(data, url)
+
+    with serve_in_thread(FaultConfig(latency_ms=50)) as server:
+        proc = subprocess.Popen([flywheel_executable(), *_model_args(server, "--episodes", "60")], env=env,
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 180
+            while True:  # kill once a shard is committed and the next one is half asked
+                assert proc.poll() is None, "the round finished before it could be killed"
+                assert time.monotonic() < deadline, "the round made no progress"
+                time.sleep(0.1)  # polling the server's counters
+                requests = server.stats()["requests"]
+                # model calls start after the round's tables exist: only then may we open the database
+                if requests and warehouse().done_keys("r0001", "episodes"):
+                    if requests >= _steps_committed(warehouse()) + 2 * concurrency:
+                        break
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        journaled = _journal(warehouse())
+        committed_shards = warehouse().done_keys("r0001", "episodes")
+        assert journaled and 0 < len(committed_shards) < 6
+        committed_before = {r[0] for r in warehouse().duck().execute("SELECT episode_id FROM episodes").fetchall()}
+        assert {e for e, _ in journaled} - committed_before, "the kill must leave journaled replies of an open shard"
+        before = server.stats()["episodes"]
+
+        rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
+        assert rerun.returncode == 0, rerun.stderr
+        assert "Resumed and finished round r0001" in rerun.stdout
+        after = server.stats()["episodes"]
+
+    con = warehouse().duck()
+    ids = [r[0] for r in con.execute("SELECT episode_id FROM episodes").fetchall()]
+    assert len(ids) == len(set(ids)) == 60
+    # Every reply journaled before the kill was answered exactly once, and never asked again.
+    for episode, index in journaled:
+        assert after[episode]["positions"][str(index)] == 1, (episode, index)
+    # Only the calls in flight when the process died were asked twice.
+    repeated = sum(c - 1 for e in after.values() for c in e["positions"].values() if c > 1)
+    assert repeated <= concurrency, repeated
+    # The rerun asked nothing of the episodes whose shards were already committed.
+    assert all(after[e]["requests"] == before[e]["requests"] for e in committed_before)
+    # Every committed step cost one request; the only extra ones are those in flight at the kill.
+    steps = con.execute("SELECT count(*) FROM steps").fetchone()[0]
+    assert sum(e["requests"] for e in after.values()) == steps + repeated
+
+
+def _steps_committed(store) -> int:
+    return store.duck().execute("SELECT count(*) FROM steps").fetchone()[0]
+
+
+def _journal(store) -> set[tuple[str, int]]:
+    from sqlmodel import select
+
+    from warehouse.state import ModelReply
+
+    with store.session() as s:
+        return {(r.episode_id, r.step_index) for r in s.exec(select(ModelReply))}
+
+
+def test_endpoint_down_stops_the_round_in_one_line_and_a_rerun_finishes(tmp_path, prefect_server):
+    env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="5", FLYWHEEL_OPENAI__BREAKER_FAILURES="6")
+    with serve_in_thread(FaultConfig(down=True)) as server:
+        down = flywheel(*_model_args(server, "--episodes", "10"), env=env, cwd=tmp_path)
+        assert down.returncode == 1
+        lines = [line for line in down.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "model endpoint is down" in lines[0], down.stderr
+        assert "Traceback" not in down.stdout + down.stderr
+        server.set_faults(FaultConfig())
+        rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Resumed and finished round r0001: 10 episodes" in rerun.stdout
+
+
+@pytest.mark.parametrize("case", ["wrong_url", "refused_key", "unknown_model", "placeholder_key"])
+def test_bad_endpoint_is_one_line_before_any_work(tmp_path, case):
+    with serve_in_thread(api_key="sk-test-right") as server:
+        base_url, model, key = server.base_url, MODEL, "sk-test-right"
+        if case == "wrong_url":
+            base_url = server.root + "/nothing-here"
+        elif case == "refused_key":
+            key = "sk-test-wrong"
+        elif case == "unknown_model":
+            model = "no-such-model"
+        elif case == "placeholder_key":
+            key = "changethis"
+        env = cli_env(None, OPENAI_API_KEY=key)
+        proc = flywheel("run", "--policy", "openai", "--model", model, "--base-url", base_url, env=env, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    expected = {"wrong_url": "base URL", "refused_key": "refused the API key", "unknown_model": "no-such-model",
+                "placeholder_key": "placeholder"}[case]
+    assert expected in lines[0]
+    assert "sk-test" not in proc.stderr, "the key is never printed"
+    assert not (tmp_path / "flywheel-data").exists()
