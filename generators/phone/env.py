@@ -17,7 +17,7 @@ from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
 from generators.phone.world import World
 
-ENV_VERSION = "0.1"
+ENV_VERSION = "0.2"
 STOP_GUESSING = ("This exact call has now failed twice. Stop guessing: read the error's hint, "
                  "look the value up with a read tool, or ask the user.")
 
@@ -60,9 +60,11 @@ class PhoneEnv:
             kind = action.tool
         if kind == "tool_call":
             reply = call_tool(world, action.tool, action.arguments, allowed=self.task.tools)
-            self.calls.append({"index": index, "tool": action.tool, "arguments": action.arguments, "ok": reply["ok"]})
+            self._record(index, action, reply)
         elif kind in META_SCHEMAS:
             reply = self._meta(kind, action)
+            if kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
+                self._record(index, action, reply, tool="ask_user")
         else:
             world.advance()
             reply = {"ok": False, "error": {"code": "INVALID_ACTION", "message": "the reply held no usable action",
@@ -76,6 +78,11 @@ class PhoneEnv:
         )
         verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args)
         return feedback, verification, self.done
+
+    def _record(self, index: int, action: Action, reply: dict[str, Any], tool: str | None = None) -> None:
+        self.calls.append({"index": index, "tool": tool or action.tool, "arguments": action.arguments,
+                           "ok": reply["ok"], "call_id": action.call_id or f"step-{index}",
+                           "result": reply.get("data")})
 
     def _meta(self, kind: str, action: Action) -> dict[str, Any]:
         self.world.advance()

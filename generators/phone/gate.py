@@ -42,9 +42,11 @@ def mutants(family: Family, task: TaskSpec) -> dict[str, list[Action]]:
     if i is not None:  # the right writes plus one more: the mistaken one
         out["extra_write"] = ref[:-1] + [wrong[i], ref[-1]]
     writes = [j for j, a in enumerate(ref) if a.kind == "tool_call" and tool_kind(a.tool) == "write"]
-    if len(writes) >= 2:
+    # the last two writes that differ: swapping two equal calls (a retry) changes nothing
+    pairs = [(a, b) for a, b in zip(writes, writes[1:]) if ref[a] != ref[b]]
+    if pairs:
+        a, b = pairs[-1]
         swapped = list(ref)
-        a, b = writes[0], writes[1]
         swapped[a], swapped[b] = ref[b], ref[a]
         out["wrong_order"] = swapped
     return out

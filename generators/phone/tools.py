@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.phone.world import World
+from generators.phone.world import MissingTableError, World
 
 ToolKind = Literal["read", "write", "meta"]
 Result = dict[str, Any]
@@ -158,10 +158,18 @@ def call_tool(world: World, name: str, args: Any, allowed: Collection[str] | Non
         return _error("INVALID_ARGUMENT", problem[0], f"expected {problem[1]}")
     try:
         _check_requirements(world, t)
+        fault = world.take_fault(name) if world.faults else None
+        if fault is not None:  # a transient failure of the service: nothing happened, retrying works
+            raise PhoneError(fault["code"], fault.get("message", f"{name} timed out; nothing was changed"),
+                             retryable=True, hint="retry the same call")
         data = t.fn(world, **(args or {}))
     except PhoneError as e:
         world.log("tool_call", tool=name, ok=False, code=e.code)
         return {"ok": False, "error": e.as_dict()}
+    except MissingTableError as e:
+        world.log("tool_call", tool=name, ok=False, code="UNSUPPORTED_APP")
+        return _error("UNSUPPORTED_APP", f"the {t.app} app is not installed on this phone ({e.args[0]})",
+                      "use a tool of an installed app")
     except Exception as e:  # a tool bug must not end the episode; report it as a harness fault
         world.log("tool_call", tool=name, ok=False, code="INTERNAL")
         return _error("INTERNAL", f"{type(e).__name__}: {e}", "this is a fault of the phone, not the caller", True)

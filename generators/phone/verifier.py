@@ -8,13 +8,14 @@ A call record is ``{"index": int, "tool": str, "arguments": dict, "ok": bool}``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
 from warehouse.ids import canonical_json
 
+from generators.phone.checks_calls import CALL_CHECKS
+from generators.phone.matching import args_match, fields_match, normalise
 from generators.phone.timeparse import parse_time
 from generators.phone.tools import PhoneError, tool_kind
 from generators.phone.world import Snapshot, World
@@ -22,46 +23,20 @@ from generators.phone.world import Snapshot, World
 Calls = list[dict[str, Any]]
 
 
-def normalise(value: Any, field: str = "") -> Any:
-    """A value as people mean it: case and spacing ignored; phone numbers as digits."""
-    if isinstance(value, str):
-        s = " ".join(value.strip().casefold().split())
-        if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
-            return re.sub(r"\D", "", s)
-        return s
-    if isinstance(value, list):
-        return [normalise(v, field) for v in value]
-    return value
-
-
-def _same(expected: Any, actual: Any, match: str, field: str = "") -> bool:
-    if match == "exact":
-        return expected == actual
-    return normalise(expected, field) == normalise(actual, field)
-
-
-def _fields_match(expected: dict[str, Any], row: dict[str, Any] | None, match: str) -> bool:
-    return row is not None and all(_same(v, row.get(k), match, k) for k, v in expected.items())
-
-
-def _args_match(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    return all(_same(v, actual.get(k), "normalised", k) for k, v in expected.items())
-
-
 def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
-    table, match = p["table"], p.get("match", "normalised")
+    table, match, per_field = p["table"], p.get("match", "normalised"), p.get("field_match", {})
     mine = [c for c in changes if c["table"] == table]
     problems = []
     free = [c for c in mine if c["op"] == "added"]
     for want in p.get("added", []):  # each expected row needs its own added row
-        hit = next((c for c in free if _fields_match(want, c["after"], match)), None)
+        hit = next((c for c in free if fields_match(want, c["after"], match, per_field)), None)
         if hit is None:
             problems.append(f"no added row matches {want}")
         else:
             free.remove(hit)
     for want in p.get("updated", []):
         hit = next((c for c in mine if c["op"] == "updated" and c["key"] == want["key"]), None)
-        if hit is None or not _fields_match(want["fields"], hit["after"], match):
+        if hit is None or not fields_match(want["fields"], hit["after"], match, per_field):
             problems.append(f"{want['key']} not updated to {want['fields']}")
     removed = {c["key"] for c in mine if c["op"] == "removed"}
     problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
@@ -109,7 +84,7 @@ def _check_answer(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: An
 
 def _forbidden_hits(p: dict[str, Any], calls: Calls) -> list[dict[str, Any]]:
     return [c for c in calls if c["tool"] == p["tool"] and (c["ok"] or p.get("include_failed"))
-            and _args_match(p.get("arguments", {}), c["arguments"])]
+            and args_match(p.get("arguments", {}), c["arguments"])]
 
 
 def _check_forbidden(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
@@ -120,7 +95,7 @@ def _check_forbidden(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, s
 def _check_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
     want, i = p["sequence"], 0
     for c in calls:
-        if i < len(want) and c["ok"] and c["tool"] == want[i]["tool"] and _args_match(want[i].get("arguments", {}),
+        if i < len(want) and c["ok"] and c["tool"] == want[i]["tool"] and args_match(want[i].get("arguments", {}),
                                                                                       c["arguments"]):
             i += 1
     return i == len(want), "" if i == len(want) else f"call {i + 1} of the required order never came: {want[i]}"
@@ -138,6 +113,7 @@ CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
     "forbidden": _check_forbidden,
     "order": _check_order,
     "finish_status": _check_finish_status,
+    **CALL_CHECKS,
 }
 
 

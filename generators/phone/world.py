@@ -51,6 +51,10 @@ class Table:
         return {k: v for k, v in row.items() if k not in self.incidental}
 
 
+class MissingTableError(KeyError):
+    """The world has no such table: the app it belongs to is not installed."""
+
+
 class World:
     """Everything one episode can touch. Build it with a seed, then add tables."""
 
@@ -62,6 +66,9 @@ class World:
         self.tables: dict[str, Table] = {}
         self.events: list[dict[str, Any]] = []  # append-only log, never hashed
         self.counters: dict[str, int] = {}
+        # the fault plan: [{"tool", "code", "times", "skip"?}]; a fault fires on the tool's
+        # next ``times`` calls that pass its requirements, after ``skip`` calls went through
+        self.faults: list[dict[str, Any]] = []
 
     # -- tables -------------------------------------------------------------
     def add_table(self, name: str, key: str, incidental: tuple[str, ...] = ()) -> Table:
@@ -71,8 +78,11 @@ class World:
         return self.tables[name]
 
     def table(self, name: str) -> Table:
-        """The table by name (KeyError if the app was not installed in this world)."""
-        return self.tables[name]
+        """The table by name (MissingTableError if the app was not installed in this world)."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise MissingTableError(name) from None
 
     def next_id(self, prefix: str) -> str:
         """A fresh deterministic id such as ``c-0042`` for rows created by tools."""
@@ -121,7 +131,20 @@ class World:
         }
         other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
         other.counters = dict(self.counters)
+        other.faults = [dict(f) for f in self.faults]
         return other
+
+    def take_fault(self, tool: str) -> dict[str, Any] | None:
+        """The planned fault for this call of ``tool`` (used up as it fires), or None."""
+        for f in self.faults:
+            if f["tool"] != tool or f.get("times", 1) <= 0:
+                continue
+            if f.get("skip", 0) > 0:  # calls that pass before the fault fires
+                f["skip"] -= 1
+                return None
+            f["times"] = f.get("times", 1) - 1
+            return f
+        return None
 
 
 def diff_snapshots(

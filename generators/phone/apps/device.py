@@ -24,7 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "volume_alarm": 70,
     "brightness": 60,
 }
-PERMISSIONS = ("contacts", "calendar", "location", "microphone", "camera")
+PERMISSIONS = ("contacts", "calendar", "sms", "location", "microphone", "camera", "storage")
 STREAMS = ["ring", "media", "alarm"]
 
 

@@ -6,8 +6,9 @@ from generators.phone.families.base import Family, split_for_template
 from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.families.f02_query import QueryAggregate
 from generators.phone.families.f03_device_order import DeviceOrder
+from generators.phone.families.f04_recover import RecoverPrerequisite
 
-FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder())}
+FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite())}
 
 
 class UnknownFamilyError(KeyError):

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from warehouse.contract import Action, Requirement, Split, TaskSpec
 from warehouse.ids import digest, task_id
 
-from generators.phone.apps import calendar, contacts, device
+from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
 from generators.phone.tools import call_tool
 from generators.phone.world import World
@@ -99,6 +99,7 @@ class Family:
             task_id=task_id(self.id, template, seed, difficulty), family=self.id, template=template, seed=seed,
             difficulty=difficulty, public_params=public, private_params=private,
             instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
+            faults=private.pop("faults", []),
             capabilities=[self.capability, *self.tags], split=split_for_template(self.id, template),
             generator_version=GENERATOR_VERSION,
         )
@@ -113,9 +114,9 @@ class Family:
     def build_world(self, task: TaskSpec) -> World:
         """The initial world, deterministic from the task's seed, difficulty and params."""
         world = World(seed=int(digest([self.id, "world", task.seed, task.difficulty], 12), 16))
-        device.install(world, task.private_params.get("device_settings"))
-        contacts.install(world)
-        calendar.install(world)
+        p = task.private_params
+        install_all(world, p.get("device_settings"), tuple(p.get("denied_permissions", ())))
+        world.faults = [dict(f) for f in task.faults]
         self.populate(world, random.Random(world.seed), task)
         return world
 
