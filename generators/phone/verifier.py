@@ -103,7 +103,8 @@ def _check_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
 
 def _check_finish_status(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: Any) -> tuple[bool, str]:
     got = (finish_args or {}).get("status")
-    return got == p["status"], "" if got == p["status"] else f"finish status {got!r} != {p['status']!r}"
+    ok = got in p["status"] if isinstance(p["status"], list) else got == p["status"]  # a list: any of these
+    return ok, "" if ok else f"finish status {got!r} is not {p['status']!r}"
 
 
 CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {

@@ -24,6 +24,9 @@ DEFAULT_ERROR_RATES: dict[str, float] = {
     "disambiguation": 0.25,
     "aggregation": 0.30,
     "ordering": 0.15,
+    "recovery": 0.20,
+    "clarification": 0.28,
+    "cross_app": 0.22,
 }
 # mistake kind -> relative frequency; repeated_failing_call is the one an agent recovers from
 MISTAKES: dict[str, float] = {

@@ -7,8 +7,11 @@ from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.families.f02_query import QueryAggregate
 from generators.phone.families.f03_device_order import DeviceOrder
 from generators.phone.families.f04_recover import RecoverPrerequisite
+from generators.phone.families.f05_ask_or_decline import AskOrDecline
+from generators.phone.families.f06_carry_over import CarryOver
 
-FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite())}
+FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
+                                                  AskOrDecline(), CarryOver())}
 
 
 class UnknownFamilyError(KeyError):
