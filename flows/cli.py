@@ -153,6 +153,11 @@ def export(
     out.print(f"Manifest: {result.manifest_path}")
 
 
+from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)
+
+_register_phone_commands(app, out)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)

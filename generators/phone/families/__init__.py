@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generators.phone.families.base import Family, split_for_template
+from generators.phone.families.base import Family, UnknownKnobError, split_for_template
 from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.families.f02_query import QueryAggregate
 from generators.phone.families.f03_device_order import DeviceOrder
@@ -26,4 +26,4 @@ def get_family(family_id: str) -> Family:
         raise UnknownFamilyError(f"unknown family {family_id!r}; known: {', '.join(sorted(FAMILIES))}") from None
 
 
-__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "get_family", "split_for_template"]
+__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "UnknownKnobError", "get_family", "split_for_template"]

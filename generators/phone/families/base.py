@@ -12,6 +12,7 @@ import random
 from typing import Any, Protocol
 
 from warehouse.contract import Action, Requirement, Split, TaskSpec
+from warehouse.errors import ConfigError
 from warehouse.ids import digest, task_id
 
 from generators.phone.apps import install_all
@@ -22,6 +23,10 @@ from generators.writers.template import TemplateWriter
 
 GENERATOR_VERSION = "0.1"
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
+
+
+class UnknownKnobError(ConfigError):
+    """A family was asked for a knob it does not have, or at a level it does not take."""
 
 
 class Writer(Protocol):
@@ -67,8 +72,8 @@ class Family:
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
 
     # -- hooks --------------------------------------------------------------
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
-        """(public, private) parameters for a variant."""
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
+        """(public, private) parameters for a variant, given every knob's level."""
         raise NotImplementedError
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
@@ -87,16 +92,42 @@ class Family:
         """Private facts read off the built world (e.g. an expected count). Default none."""
         return {}
 
+    # -- difficulty knobs -----------------------------------------------------
+    def knob_levels(self, difficulty: int, overrides: dict[str, int] | None = None) -> dict[str, int]:
+        """Every knob at ``difficulty``, except those ``overrides`` sets; UnknownKnobError if one is not a knob
+        of this family or its level is out of range."""
+        levels = {k: difficulty for k in self.knobs}
+        for name, level in (overrides or {}).items():
+            if name not in self.knobs:
+                raise UnknownKnobError(f"family {self.id} has no knob {name!r} (knobs: {', '.join(sorted(self.knobs))})")
+            if not isinstance(level, int) or not 1 <= level <= self.max_difficulty:
+                raise UnknownKnobError(f"knob {name!r} of {self.id} takes a level 1..{self.max_difficulty}, got {level!r}")
+            levels[name] = level
+        return levels
+
+    def level(self, task: TaskSpec, knob: str) -> int:
+        """The level (1..max_difficulty) of one knob in a task; tasks without levels use their difficulty."""
+        return int(task.private_params.get("knobs", {}).get(knob, task.difficulty))
+
     # -- the public interface ------------------------------------------------
-    def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None) -> TaskSpec:
-        """A complete, verifiable task from a seed; template and params depend on the seed only."""
+    def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None,
+                  knobs: dict[str, int] | None = None) -> TaskSpec:
+        """A complete, verifiable task from a seed; template and params depend on the seed only.
+
+        ``knobs`` sets single difficulty knobs apart from ``difficulty`` (e.g. ``{"noise": 3}``).
+        """
         writer = writer or TemplateWriter()
         difficulty = max(1, min(self.max_difficulty, int(difficulty)))
+        levels = self.knob_levels(difficulty, knobs)
         rng = random.Random(digest([self.id, "params", seed]))
         template = self.templates[rng.randrange(len(self.templates))]
-        public, private = self.sample_params(rng, template.split(".")[0], difficulty)
+        public, private = self.sample_params(rng, template.split(".")[0], levels)
+        private["knobs"] = levels
+        # a knob set apart from the difficulty builds another world, so it is another task
+        moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
         task = TaskSpec(
-            task_id=task_id(self.id, template, seed, difficulty), family=self.id, template=template, seed=seed,
+            task_id=task_id(self.id, f"{template}+{moved}" if moved else template, seed, difficulty),
+            family=self.id, template=template, seed=seed,
             difficulty=difficulty, public_params=public, private_params=private,
             instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
             faults=private.pop("faults", []),

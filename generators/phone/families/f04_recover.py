@@ -39,16 +39,16 @@ class RecoverPrerequisite(Family):
     knobs = {"faults": "1 missing prerequisite; 2: plus a one-off TIMEOUT; "
                        "3: plus a second prerequisite for texts", "noise": "rows 6/12/20"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         private: dict[str, Any] = {"variant": variant, "user_facts": {}, "faults": []}
-        if difficulty >= 2:
+        if levels["faults"] >= 2:
             # for notes the folder service times out: a timeout on the note itself would hide a wrong order
             flaky = "notes_create_folder" if variant == "missing_folder" else GOAL[variant]
             private["faults"].append({"tool": flaky, "code": "TIMEOUT", "times": 1})
         if variant == "offline_text":
             first, last = rng.choice(seeddata.FIRST_NAMES), rng.choice(seeddata.LAST_NAMES)
             private["device_settings"] = {"airplane_mode": True, "wifi": False, "bluetooth": False}
-            private["denied_permissions"] = ["sms"] if difficulty >= 3 else []
+            private["denied_permissions"] = ["sms"] if levels["faults"] >= 3 else []
             return {"name": f"{first} {last}", "text": rng.choice(seeddata.REQUESTS)}, private
         if variant == "event_permission":
             offset = rng.randint(1, 6)
@@ -62,7 +62,7 @@ class RecoverPrerequisite(Family):
                 "body": body}, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
-        p, n = task.private_params, NOISE[task.difficulty]
+        p, n = task.private_params, NOISE[self.level(task, "noise")]
         name = task.public_params.get("name", "")
         taken = {tuple(name.split(" ", 1))} if name else set()
         ids = noise.contacts(world, rng, n, taken)

@@ -51,11 +51,11 @@ class AskOrDecline(Family):
     knobs = {"distractors": "same-first-name contacts 2/3/4; same-title events on other days 1/2/3",
              "noise": "rows 8/16/28"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         private: dict[str, Any] = {"variant": variant}
         if variant == "ambiguous_contact":
             first = rng.choice(seeddata.FIRST_NAMES)
-            lasts = rng.sample(seeddata.LAST_NAMES, 1 + difficulty)
+            lasts = rng.sample(seeddata.LAST_NAMES, 1 + levels["distractors"])
             private.update(candidates=lasts, target_last=lasts[0],
                            user_facts={f"{first.lower()}|which|who": f"I mean {first} {lasts[0]}."})
             return {"first": first, "text": rng.choice(seeddata.REQUESTS)}, private
@@ -72,19 +72,19 @@ class AskOrDecline(Family):
         return {"title": title, "day_phrase": phrase, "start": _hhmm(start)}, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
-        p, d = task.private_params, task.difficulty
+        p, n = task.private_params, NOISE[self.level(task, "noise")]
         if p["variant"] == "ambiguous_contact":
             first = task.public_params["first"]
             taken = {(first, last) for last in p["candidates"]}
-            rows = [(first, last) for last in p["candidates"]] + [None] * NOISE[d]
+            rows = [(first, last) for last in p["candidates"]] + [None] * n
             rng.shuffle(rows)  # the target's id must not give it away
             ids = [add_contact(world, r[0], r[1], phone=seeddata.phone_number(rng))["id"] if r
                    else noise.contacts(world, rng, 1, taken)[0] for r in rows]
-            noise.messages(world, rng, ids, NOISE[d])
+            noise.messages(world, rng, ids, n)
             return
         day = resolve_date(p["day_arg"], world.now)
         busy = (p["start_min"] - 60, p["start_min"] + 240)  # keep the asked and the alternative slots clear
-        for _ in range(NOISE[d]):
+        for _ in range(n):
             offset = rng.randint(-1, 7)
             slot = rng.randrange(14, 38) * 30
             title = rng.choice([t for t in seeddata.EVENT_TITLES if t != p["title"]])
@@ -94,7 +94,7 @@ class AskOrDecline(Family):
                       _hhmm(slot + 60), rng.choice(seeddata.LOCATIONS))
         if p["variant"] == "infeasible_move":  # the same event on other days: the trap
             others = [o for o in range(-1, 8) if o != (day - world.now.date()).days]
-            for offset in rng.sample(others, d):
+            for offset in rng.sample(others, self.level(task, "distractors")):
                 add_event(world, p["title"], (world.now.date() + timedelta(days=offset)).isoformat(),
                           _hhmm(p["start_min"]), _hhmm(p["start_min"] + 60), "")
         else:

@@ -45,7 +45,7 @@ class CarryOver(Family):
     knobs = {"distractors": "2+: a superseded version of the fact (or a near-duplicate contact); "
                             "3: the fact only in an attachment, a second decoy", "noise": "rows 6/12/20"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         private: dict[str, Any] = {"variant": variant, "user_facts": {}}
         if variant == "mail_to_calendar":
             day = (DEFAULT_START.date() + timedelta(days=rng.randint(2, 9))).isoformat()
@@ -63,11 +63,11 @@ class CarryOver(Family):
         return {"sender": f"{f1} {l1}", "title": rng.choice(["Door code", "Building code", "Gate code"])}, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
-        p, d = task.private_params, task.difficulty
+        p, d, n = task.private_params, self.level(task, "distractors"), NOISE[self.level(task, "noise")]
         taken = {tuple(p[k]) for k in ("about", "to", "sender") if k in p}
-        ids = noise.contacts(world, rng, NOISE[d], taken)
-        noise.mails(world, rng, NOISE[d])
-        noise.events(world, rng, NOISE[d] // 2)
+        ids = noise.contacts(world, rng, n, taken)
+        noise.mails(world, rng, n)
+        noise.events(world, rng, n // 2)
         if p["variant"] == "mail_to_calendar":
             self._mails(world, task)
         elif p["variant"] == "contact_to_text":
@@ -89,10 +89,10 @@ class CarryOver(Family):
                 add_message(world, sender, f"Door code is {p['code']}, see you later!", at=stamp)
             if d >= 3:
                 add_message(world, rng.choice(ids), f"Gate code for the garage is {p['old_code'][::-1]}", at=stamp)
-        noise.messages(world, rng, ids, NOISE[d])
+        noise.messages(world, rng, ids, n)
 
     def _mails(self, world: World, task: TaskSpec) -> None:
-        p, d, sender = task.private_params, task.difficulty, task.public_params["sender"]
+        p, d, sender = task.private_params, self.level(task, "distractors"), task.public_params["sender"]
         address = "appointments@" + sender.lower().replace(" ", "") + ".example"
         stamp = (world.now - timedelta(hours=5)).isoformat(timespec="minutes")
         if d >= 2:  # the first booking, since moved: the newest mail wins
@@ -121,7 +121,7 @@ class CarryOver(Family):
         p, q = task.private_params, task.public_params
         if p["variant"] == "mail_to_calendar":
             reads = [call("mail_search", query=q["sender"]), call("mail_read", mail_id=p["mail_id"])]
-            if task.difficulty >= 3:
+            if self.level(task, "distractors") >= 3:
                 reads.append(call("mail_open_attachment", mail_id=p["mail_id"], name="confirmation.txt"))
             write = call("calendar_create_event", title=f"Appointment at {q['sender']}", date=p["day"],
                          start=p["start"], location=q["sender"])
