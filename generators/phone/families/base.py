@@ -35,6 +35,11 @@ class Writer(Protocol):
     def word(self, family_id: str, template: str, public_params: dict[str, Any]) -> str: ...
 
 
+# every task: whatever the agent claims in finish must be in what an earlier call returned
+CLAIMS_GROUNDED = Requirement(id="claims_grounded", kind="claims_grounded", hard=False, weight=0.5, noop_passes=True,
+                              description="every claim cites a call whose result holds the fact")
+
+
 def split_for_template(family_id: str, template: str) -> Split:
     """train / dev / test from a hash of the template, never from the seed."""
     bucket = int(digest([family_id, template], 8), 16) % 10
@@ -137,7 +142,7 @@ class Family:
         task.private_params.update(self.facts(task, self.build_world(task)))
         reference = self.solve(task)
         _, changes = self.simulate(task, reference)
-        task.requirements = self.requirements(task, changes)
+        task.requirements = [*self.requirements(task, changes), CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
         return task
