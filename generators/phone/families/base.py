@@ -17,12 +17,13 @@ from warehouse.ids import digest, task_id
 
 from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
-from generators.phone.tools import call_tool
+from generators.phone.tools import TOOLS, call_tool
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
 GENERATOR_VERSION = "0.1"
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
+TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 
 
 class UnknownKnobError(ConfigError):
@@ -141,11 +142,25 @@ class Family:
         )
         task.private_params.update(self.facts(task, self.build_world(task)))
         reference = self.solve(task)
+        task.tools = self.exposed_tools(task, reference)
         _, changes = self.simulate(task, reference)
         task.requirements = [*self.requirements(task, changes), CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
         return task
+
+    def exposed_tools(self, task: TaskSpec, reference: list[Action]) -> list[str]:
+        """About TOOLS_PER_TASK tools: the ones the reference needs, the family's own list (its
+        tempting neighbours), then other tools of the same apps; shuffled so order gives nothing away."""
+        needed = [a.tool for a in reference if a.kind == "tool_call" and a.tool in TOOLS]
+        chosen = list(dict.fromkeys([*needed, *self.tools]))
+        apps = {TOOLS[t].app for t in chosen}
+        rng = random.Random(digest([task.task_id, "tools"]))
+        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen]
+        rng.shuffle(spare)
+        chosen += spare[: max(0, TOOLS_PER_TASK - len(chosen))]
+        rng.shuffle(chosen)
+        return chosen
 
     def build_world(self, task: TaskSpec) -> World:
         """The initial world, deterministic from the task's seed, difficulty and params."""
