@@ -122,3 +122,47 @@ def test_media_playlists_are_ordered_and_modes_typed():
     assert error(world, "media_set_mode", mode="loop") == "INVALID_ARGUMENT"
     assert ok(world, "media_play", playlist_id=pl)["playing"] == pl
     assert device.setting(world, "flashlight") is False
+
+
+def test_a_tool_changes_only_the_tables_of_its_own_app():
+    """PhoneEnv copies and diffs only the called app's tables; this keeps that honest."""
+    from generators.phone.families import FAMILIES
+    from generators.phone.gate import mutants
+    from tests.test_phone_tools import JUNK
+
+    def check(world, name, args):
+        before = world.snapshot()
+        call_tool(world, name, args)
+        changed = {c["table"] for c in world.diff(before)}
+        assert changed <= set(world.app_tables(TOOLS[name].app)), (name, args, changed)
+
+    for family in FAMILIES.values():
+        for seed in range(3):
+            task = family.make_task(seed, 1 + seed)
+            for actions in [family.reference_actions(task), *mutants(family, task).values()]:
+                world = family.build_world(task)
+                for a in actions:
+                    if a.kind == "tool_call":
+                        check(world, a.tool, a.arguments)
+    world = phone()
+    contacts.add_contact(world, "Maria", "Lopez", phone="+1 415-555-0101")
+    for name in sorted(TOOLS):
+        for args in JUNK:
+            check(world, name, args)
+
+
+def test_env_state_hash_and_delta_match_a_full_recomputation():
+    from generators.phone.env import PhoneEnv
+    from generators.phone.families import FAMILIES
+
+    for family in FAMILIES.values():
+        task = family.make_task(7, 3)
+        env = PhoneEnv(task, family)
+        env.reset()
+        for action in family.reference_actions(task):
+            before = env.world.snapshot()
+            feedback, _, done = env.step(action)
+            assert feedback.state_hash == env.world.state_hash()
+            assert feedback.state_delta == env.world.diff(before)
+            if done:
+                break

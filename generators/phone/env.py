@@ -12,7 +12,7 @@ from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, To
 from warehouse.ids import canonical_json
 
 from generators.phone.families import Family, get_family
-from generators.phone.tools import META_SCHEMAS, call_tool, check_arguments, openai_tool_schemas
+from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
 from generators.phone.world import World
@@ -37,8 +37,9 @@ class PhoneEnv:
 
     def reset(self) -> dict[str, Any]:
         """Rebuild the initial world; returns the observation an agent starts from."""
-        self.world = self.family.build_world(self.task)
+        self.world, self._digests = self.family.initial_world(self.task)
         self.initial = self.world.snapshot()
+        self._last = self.initial  # the snapshot after the previous step
         self.verifier = StepVerifier(self.task, self.initial, self.world)
         self.calls: list[dict[str, Any]] = []
         self.failures: dict[str, int] = {}
@@ -54,7 +55,6 @@ class PhoneEnv:
         if self.world is None or self.done:
             raise RuntimeError("call reset() before step(), and do not step a finished episode")
         world, index = self.world, self.steps
-        before = world.snapshot()
         kind = action.kind
         if kind == "tool_call" and action.tool in META_SCHEMAS:  # a model may call finish as a tool
             kind = action.tool
@@ -71,12 +71,20 @@ class PhoneEnv:
                                             "retryable": True, "hint": "reply with exactly one tool call"}}
         self.steps += 1
         notices = self._notices(kind, action, reply)
+        # only the tools of an app change its tables (tests keep this true), so only those are copied
+        tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
+        touched = world.app_tables(tool.app) if tool else []
+        after = {**self._last, **world.snapshot(touched)}
+        delta = world.diff({n: self._last[n] for n in touched}, {n: after[n] for n in touched})
+        for name in {c["table"] for c in delta}:  # only changed tables are hashed again
+            self._digests[name] = world.table_digest(name)
+        self._last = after
         feedback = Feedback(
             ok=reply["ok"], error=ToolError(**reply["error"]) if not reply["ok"] else None,
-            result=reply.get("data"), state_delta=world.diff(before), state_hash=world.state_hash(),
+            result=reply.get("data"), state_delta=delta, state_hash=world.state_hash(self._digests),
             notices=notices,
         )
-        verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args)
+        verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args, after)
         return feedback, verification, self.done
 
     def _record(self, index: int, action: Action, reply: dict[str, Any], tool: str | None = None) -> None:

@@ -113,20 +113,26 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
 def check_arguments(name: str, parameters: dict[str, Any], args: Any) -> tuple[str, str] | None:
     """(message, hint) describing what is wrong with ``args`` for a tool's ``parameters``, or None."""
     props, required = parameters.get("properties", {}), parameters.get("required", [])
+    problem = _argument_problem(name, props, required, args)
+    if problem is None:
+        return None
     signature = ", ".join(f"{k}: {v.get('type', 'any')}" + ("" if k in required else "?") for k, v in props.items())
-    hint = f"{name}({signature})"
+    return problem, f"{name}({signature})"
+
+
+def _argument_problem(name: str, props: dict[str, Any], required: list[str], args: Any) -> str | None:
     if not isinstance(args, dict):
-        return f"arguments must be a JSON object, got {type(args).__name__}", hint
+        return f"arguments must be a JSON object, got {type(args).__name__}"
     unknown = sorted(set(args) - set(props))
     if unknown:
-        return f"unknown argument(s) {unknown} for {name}", hint
+        return f"unknown argument(s) {unknown} for {name}"
     missing = [k for k in required if k not in args]
     if missing:
-        return f"missing required argument(s) {missing} for {name}", hint
+        return f"missing required argument(s) {missing} for {name}"
     for k, v in args.items():
         problem = _check_value(k, v, props[k])
         if problem:
-            return problem, hint
+            return problem
     return None
 
 

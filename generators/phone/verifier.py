@@ -133,23 +133,30 @@ def minefields_hit(task: TaskSpec, calls: Calls) -> list[str]:
     return [r.id for r in task.requirements if r.kind == "forbidden" and _forbidden_hits(r.params, calls)]
 
 
-def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
-             finish_args: dict[str, Any] | None) -> tuple[list[RequirementResult], bool, float, list[str]]:
-    """Score an episode: (results, success, progress, minefields).
+def score(task: TaskSpec, results: list[RequirementResult], calls: Calls) -> tuple[bool, float, list[str]]:
+    """(success, progress, minefields) from requirement results.
 
     success = every hard requirement passes and no minefield is hit; progress = the
     weighted fraction of requirements passed.
     """
-    changes = final_world.diff(initial_snapshot)
-    results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
     mines = minefields_hit(task, calls)
     success = all(r.passed for r in results if r.hard) and not mines
     total = sum(r.weight for r in results)
     progress = sum(r.weight for r in results if r.passed) / total if total else float(success)
-    return results, success, round(progress, 6), mines
+    return success, round(progress, 6), mines
+
+
+def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
+             finish_args: dict[str, Any] | None,
+             after: Snapshot | None = None) -> tuple[list[RequirementResult], bool, float, list[str]]:
+    """Score an episode: (results, success, progress, minefields); see ``score``."""
+    changes = final_world.diff(initial_snapshot, after)  # ``after``: a snapshot of final_world already taken
+    results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
+    return results, *score(task, results, calls)
 
 
 INVALID_CODES = {"UNKNOWN_TOOL", "INVALID_ARGUMENT", "INVALID_ACTION"}
+STATE_KINDS = {"state_diff", "allowed_changes", "untouched"}  # checks that read only the state diff
 
 
 class StepVerifier:
@@ -161,11 +168,18 @@ class StepVerifier:
         self.passing = {r.id for r in results if r.passed}
         self.mines: set[str] = set()
         self.seen_calls: set[str] = set()
+        self.state_results: dict[str, RequirementResult] | None = None
 
     def observe(self, world: World, calls: Calls, action: Action, feedback: Feedback,
-                finish_args: dict[str, Any] | None = None) -> Verification:
-        """Verify the step just taken; ``calls`` already includes it."""
-        results, _, progress, mines = evaluate(self.task, self.initial, world, calls, finish_args)
+                finish_args: dict[str, Any] | None = None, after: Snapshot | None = None) -> Verification:
+        """Verify the step just taken; ``calls`` already includes it (``after``: the world's snapshot now)."""
+        if self.state_results is None or feedback.state_delta:  # state checks rerun only when state moved
+            changes = world.diff(self.initial, after)
+            self.state_results = {r.id: check_requirement(r, changes, calls, finish_args)
+                                  for r in self.task.requirements if r.kind in STATE_KINDS}
+        results = [self.state_results[r.id] if r.kind in STATE_KINDS else check_requirement(r, [], calls, finish_args)
+                   for r in self.task.requirements]
+        _, progress, mines = score(self.task, results, calls)
         passing = {r.id for r in results if r.passed}
         noop = {r.id for r in self.task.requirements if r.noop_passes}
         new_milestones = sorted(passing - self.passing - noop)

@@ -36,7 +36,7 @@ MISTAKES: dict[str, float] = {
     "early_finish": 0.15,
     "wrong_order": 0.1,
 }
-DIFFICULTY_STEP = 0.15  # each difficulty level above 1 raises the mistake chance by this share
+DIFFICULTY_STEP = 0.4  # each difficulty level above 1 raises the mistake chance by this share
 
 
 class ScriptedPolicy:

@@ -17,7 +17,7 @@ _PAGE = {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integ
 
 def install(world: World) -> None:
     """Add the call log."""
-    world.add_table("call_log", key="id", incidental=("seen",))
+    world.add_table("call_log", key="id", incidental=("seen",), app=APP)
 
 
 def seed(world: World, rng: random.Random) -> None:

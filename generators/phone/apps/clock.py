@@ -13,7 +13,7 @@ APP = "clock"
 
 def install(world: World) -> None:
     """Add the timers table."""
-    world.add_table("timers", key="id")
+    world.add_table("timers", key="id", app=APP)
 
 
 def _view(world: World, r: dict[str, Any]) -> dict[str, Any]:

@@ -32,10 +32,10 @@ STREAMS = ["ring", "media", "alarm"]
 
 def install(world: World, settings: dict[str, Any] | None = None, denied: tuple[str, ...] = ()) -> None:
     """Add the device and permissions tables with defaults, overridden by ``settings``."""
-    device = world.add_table("device", key="name")
+    device = world.add_table("device", key="name", app=APP)
     for name, value in {**DEFAULTS, **(settings or {})}.items():
         device.insert({"name": name, "value": value})
-    perms = world.add_table("permissions", key="permission")
+    perms = world.add_table("permissions", key="permission", app=APP)
     for p in PERMISSIONS:
         perms.insert({"permission": p, "granted": p not in denied})
 

@@ -27,7 +27,7 @@ DOCS = ["Lease.pdf", "CV_2026.docx", "Tax return 2025.pdf", "Insurance card.pdf"
 
 def install(world: World) -> None:
     """Add the files table."""
-    world.add_table("files", key="id", incidental=("opened_at",))
+    world.add_table("files", key="id", incidental=("opened_at",), app=APP)
 
 
 def add_file(world: World, name: str, folder: str, kind: str, text: str = "", at: str = "") -> dict[str, Any]:

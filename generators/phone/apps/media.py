@@ -18,9 +18,9 @@ LIBRARY = [("Blue Morning", "Nora Vale"), ("City Lights", "The Echoes"), ("Slow 
 
 def install(world: World) -> None:
     """Add the tracks, playlists and player tables."""
-    world.add_table("tracks", key="id")
-    world.add_table("playlists", key="id")
-    world.add_table("player", key="name", incidental=("position_s",))
+    world.add_table("tracks", key="id", app=APP)
+    world.add_table("playlists", key="id", app=APP)
+    world.add_table("player", key="name", incidental=("position_s",), app=APP)
 
 
 def seed(world: World, rng: random.Random) -> None:

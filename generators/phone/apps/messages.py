@@ -18,7 +18,7 @@ _PAGE = {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integ
 
 def install(world: World) -> None:
     """Add the (empty) messages table."""
-    world.add_table("messages", key="id", incidental=("read",))
+    world.add_table("messages", key="id", incidental=("read",), app=APP)
 
 
 def add_message(world: World, contact_id: str, text: str, *, incoming: bool = True, at: str = "") -> dict[str, Any]:

@@ -16,11 +16,11 @@ _DATE = {"type": "string", "description": "YYYY-MM-DD or relative: today, tomorr
 
 def install(world: World) -> None:
     """Add the notes, folders and to-dos tables, with the default Notes folder."""
-    world.add_table("notes", key="id", incidental=("updated_at",))
-    folders = world.add_table("folders", key="name")
+    world.add_table("notes", key="id", incidental=("updated_at",), app=APP)
+    folders = world.add_table("folders", key="name", app=APP)
     if "Notes" not in folders.rows:
         folders.insert({"name": "Notes"})
-    world.add_table("todos", key="id", incidental=("updated_at",))
+    world.add_table("todos", key="id", incidental=("updated_at",), app=APP)
 
 
 def add_note(world: World, title: str, body: str, folder: str = "Notes") -> dict[str, Any]:

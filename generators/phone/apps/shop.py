@@ -21,8 +21,8 @@ STATUSES = ["placed", "shipped", "delivered", "cancelled", "returned"]
 
 def install(world: World) -> None:
     """Add the products and orders tables."""
-    world.add_table("products", key="id")
-    world.add_table("orders", key="id", incidental=("tracked_at",))
+    world.add_table("products", key="id", app=APP)
+    world.add_table("orders", key="id", incidental=("tracked_at",), app=APP)
 
 
 def seed(world: World, rng: random.Random) -> None:

@@ -25,7 +25,7 @@ SKIES = ["sunny", "partly cloudy", "cloudy", "rain", "showers", "windy"]
 
 def install(world: World) -> None:
     """Add the trips table."""
-    world.add_table("trips", key="id")
+    world.add_table("trips", key="id", app=APP)
 
 
 def seed(world: World, rng: random.Random) -> None:

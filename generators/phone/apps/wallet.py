@@ -26,8 +26,8 @@ _PAGE = {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integ
 
 def install(world: World) -> None:
     """Add the account and transactions tables."""
-    world.add_table("account", key="name")
-    world.add_table("transactions", key="id")
+    world.add_table("account", key="name", app=APP)
+    world.add_table("transactions", key="id", app=APP)
 
 
 def add_transaction(world: World, merchant: str, amount: float, category: str, day: str, note: str = "",
