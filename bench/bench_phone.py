@@ -6,7 +6,9 @@ Prints, side by side in one run:
   hash and per-step verification on every step), and their ratio to the 5,000/s target,
 - the cost of one world: build, copy, hash, snapshot, in microseconds.
 
-``--quick`` runs a tiny smoke version (used by a test so the script cannot rot).
+Times are CPU time of this process (one core), so that other work on a shared machine
+does not count against the phone. ``--quick`` runs a tiny smoke version (used by a
+test so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ TARGET = 5000  # tool calls per second on one core: the environment must never b
 
 def _timed(fn, repeat: int) -> float:
     fn()  # warm: caches and first-call costs are not what is measured
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(repeat):
         fn()
-    return (time.perf_counter() - start) / repeat
+    return (time.process_time() - start) / repeat
 
 
 def bench(tasks_per_family: int, repeat: int) -> list[tuple[str, float, str]]:
@@ -38,7 +40,7 @@ def bench(tasks_per_family: int, repeat: int) -> list[tuple[str, float, str]]:
     policy = ScriptedPolicy(seed=1)
     calls = steps = 0
     step_seconds = 0.0
-    start = time.perf_counter()
+    start = time.process_time()
     for task in tasks:  # the loop of generators.collect.run_episode, with the steps timed apart from reset
         env = PhoneEnv(task, FAMILIES[task.family])
         env.reset()
@@ -46,28 +48,28 @@ def bench(tasks_per_family: int, repeat: int) -> list[tuple[str, float, str]]:
         done, history = False, []
         while not done:
             action = policy.next_action(history)
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             feedback, verification, done = env.step(action)
-            step_seconds += time.perf_counter() - t0
+            step_seconds += time.process_time() - t0
             steps += 1
             calls += action.kind == "tool_call"
         env.evaluate()
-    env_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    env_seconds = time.process_time() - start
+    start = time.process_time()
     for task in tasks:
         run_episode(task, policy, rollout=0, round_id="bench", batch_id="bench", created_at=datetime(2026, 3, 1))
-    record_seconds = time.perf_counter() - start
+    record_seconds = time.process_time() - start
 
     raw_calls, raw_seconds = 0, 0.0
     for task in tasks:
         family = FAMILIES[task.family]
         world = family.build_world(task)
         actions = [a for a in family.reference_actions(task) if a.kind == "tool_call"]
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(repeat):
             for a in actions:
                 call_tool(world, a.tool, a.arguments, allowed=task.tools)
-        raw_seconds += time.perf_counter() - start
+        raw_seconds += time.process_time() - start
         raw_calls += repeat * len(actions)
 
     family = FAMILIES["F06"]

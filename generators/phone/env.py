@@ -79,8 +79,9 @@ class PhoneEnv:
         for name in {c["table"] for c in delta}:  # only changed tables are hashed again
             self._digests[name] = world.table_digest(name)
         self._last = after
-        feedback = Feedback(
-            ok=reply["ok"], error=ToolError(**reply["error"]) if not reply["ok"] else None,
+        # built without validation: every field is typed by construction, and this runs per step
+        feedback = Feedback.model_construct(
+            ok=reply["ok"], error=ToolError.model_construct(**reply["error"]) if not reply["ok"] else None,
             result=reply.get("data"), state_delta=delta, state_hash=world.state_hash(self._digests),
             notices=notices,
         )

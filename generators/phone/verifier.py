@@ -124,8 +124,8 @@ def check_requirement(req: Requirement, changes: list[dict[str, Any]], calls: Ca
     check = CHECKS.get(req.kind)
     passed, detail = (False, f"unknown requirement kind {req.kind!r}") if check is None else check(
         req.params, changes=changes, calls=calls, finish_args=finish_args)
-    return RequirementResult(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
-                             dimension=req.dimension, detail=detail)
+    return RequirementResult.model_construct(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
+                                             dimension=req.dimension, detail=detail)
 
 
 def minefields_hit(task: TaskSpec, calls: Calls) -> list[str]:
@@ -187,7 +187,8 @@ class StepVerifier:
         lost = {r.id for r in self.task.requirements if r.hard} & (self.passing - passing)
         label = self._label(action, feedback, new_milestones, bool(new_mines or lost))
         self.passing, self.progress, self.mines = passing, progress, self.mines | set(mines)
-        return Verification(milestones=new_milestones, minefields=new_mines, progress=progress, label=label)
+        return Verification.model_construct(milestones=new_milestones, minefields=new_mines, progress=progress,
+                                            label=label)
 
     def _label(self, action: Action, feedback: Feedback, milestones: list[str], harmful: bool) -> str:
         if action.kind == "invalid" or (feedback.error is not None and feedback.error.code in INVALID_CODES):

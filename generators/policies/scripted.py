@@ -98,7 +98,9 @@ def _with_mistake(kind: str | None, task: TaskSpec, family: Family, ref: list[Ac
         plan[a], plan[b] = plan[b], plan[a]
         return kind, plan
     if kind == "skipped_step":
-        del plan[rng.choice(writes)]
+        asks = [i for i, a in enumerate(plan) if a.kind == "ask_user"]
+        # the step a hasty agent skips is the question: it acts on its own guess
+        del plan[asks[0] if asks else rng.choice(writes)]
         return kind, plan
     if kind == "early_finish":
         calls = [i for i, a in enumerate(plan) if a.kind == "tool_call"]
