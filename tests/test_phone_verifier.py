@@ -65,6 +65,13 @@ def test_exact_call_wants_exactly_these_arguments():
     assert not check("exact_call", params, calls=[call(0, "device_set_volume", ok=False, stream="ring", level=0)])
 
 
+def test_called_wants_a_successful_matching_call():
+    params = {"tool": "calendar_list_events", "arguments": {"date": "friday"}}
+    assert check("called", params, calls=[call(0, "calendar_list_events", date="Friday", page=2)])
+    assert not check("called", params, calls=[call(0, "calendar_list_events", ok=False, date="friday")])
+    assert not check("called", params, calls=[call(0, "calendar_list_events", date="monday")])
+
+
 def test_asked_before_acting_on_a_contested_key():
     params = {"tool": "messages_send"}
     assert check("asked_before", params, calls=[call(0, "ask_user", question="Which Maria?"), call(1, "messages_send")])

@@ -50,6 +50,12 @@ def _check_exact_call(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, 
     return ok, "" if ok else f"no call {p['tool']}({want})"
 
 
+def _check_called(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
+    """Some successful call to the tool with (at least) these arguments: the agent looked before it said."""
+    hit = _first(calls, p)
+    return hit is not None, "" if hit is not None else f"never called {p['tool']} successfully"
+
+
 def _check_asked_before(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
     """The user was asked before any call (even a failed one) to the contested tool."""
     asked = next((c["index"] for c in calls if c["tool"] == "ask_user"), None)
@@ -84,6 +90,7 @@ CALL_CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
     "untouched": _check_untouched,
     "partial_order": _check_partial_order,
     "exact_call": _check_exact_call,
+    "called": _check_called,
     "asked_before": _check_asked_before,
     "claims_grounded": _check_claims_grounded,
 }

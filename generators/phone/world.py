@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from warehouse.ids import digest
+from warehouse.ids import canonical_json, digest
 
 DEFAULT_START = datetime(2026, 3, 2, 9, 0)  # a Monday morning
 DEFAULT_TICK = timedelta(seconds=30)  # virtual time one tool call takes
@@ -35,6 +35,8 @@ class Table:
     incidental: tuple[str, ...] = ()
     rows: dict[str, Row] = field(default_factory=dict)
     app: str = ""  # the app whose tools alone may change this table
+    # list fields whose order means nothing (compared as multisets); every other list is ordered
+    unordered: tuple[str, ...] = ()
 
     def insert(self, row: Row) -> Row:
         """Add a row (a copy); its key field must be a string not yet present."""
@@ -51,8 +53,12 @@ class Table:
         return self.rows.get(key)
 
     def essential(self, row: Row) -> Row:
-        """The row without its incidental fields: what the hash and diff look at."""
-        return {k: v for k, v in row.items() if k not in self.incidental}
+        """The row without its incidental fields, unordered lists sorted: what the hash and diff look at."""
+        out = {k: v for k, v in row.items() if k not in self.incidental}
+        for k in self.unordered:
+            if isinstance(out.get(k), list):
+                out[k] = sorted(out[k], key=canonical_json)
+        return out
 
 
 class MissingTableError(KeyError):
@@ -75,10 +81,12 @@ class World:
         self.faults: list[dict[str, Any]] = []
 
     # -- tables -------------------------------------------------------------
-    def add_table(self, name: str, key: str, incidental: tuple[str, ...] = (), app: str = "") -> Table:
+    def add_table(self, name: str, key: str, incidental: tuple[str, ...] = (), app: str = "",
+                  unordered: tuple[str, ...] = ()) -> Table:
         """Declare a table owned by ``app``; declaring the same table twice returns the existing one."""
         if name not in self.tables:
-            self.tables[name] = Table(name=name, key=key, incidental=tuple(incidental), app=app)
+            self.tables[name] = Table(name=name, key=key, incidental=tuple(incidental), app=app,
+                                      unordered=tuple(unordered))
         return self.tables[name]
 
     def app_tables(self, app: str) -> list[str]:
@@ -136,7 +144,8 @@ class World:
 
     def diff(self, before: Snapshot, after: Snapshot | None = None) -> list[dict[str, Any]]:
         """Row changes from ``before`` to ``after`` (default: now), by key."""
-        return diff_snapshots(before, self.snapshot() if after is None else after, self.incidental_fields())
+        return diff_snapshots(before, self.snapshot() if after is None else after, self.incidental_fields(),
+                              {n: t for n, t in self.tables.items() if t.unordered})
 
     def copy(self) -> World:
         """An independent copy (rows, clock, generator state, counters, log)."""
@@ -145,7 +154,7 @@ class World:
         other.rng = random.Random()
         other.rng.setstate(self.rng.getstate())
         other.tables = {
-            n: Table(t.name, t.key, t.incidental, {k: dict(r) for k, r in t.rows.items()}, t.app)
+            n: Table(t.name, t.key, t.incidental, {k: dict(r) for k, r in t.rows.items()}, t.app, t.unordered)
             for n, t in self.tables.items()
         }
         other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
@@ -167,12 +176,14 @@ class World:
 
 
 def diff_snapshots(
-    before: Snapshot, after: Snapshot, incidental: dict[str, tuple[str, ...]] | None = None
+    before: Snapshot, after: Snapshot, incidental: dict[str, tuple[str, ...]] | None = None,
+    with_unordered: dict[str, Table] | None = None,
 ) -> list[dict[str, Any]]:
     """Diff two snapshots by key: ``[{"table","key","op","before","after"}]``, sorted.
 
     ``op`` is added, updated or removed; a row whose only changes are in incidental
-    fields is not reported.
+    fields (or in the order of an unordered list of a table in ``with_unordered``) is
+    not reported.
     """
     incidental = incidental or {}
     changes: list[dict[str, Any]] = []
@@ -181,6 +192,7 @@ def diff_snapshots(
         if old is new or old == new:  # most tables do not change in a step: one C-level comparison decides
             continue
         skip = incidental.get(name, ())
+        table = (with_unordered or {}).get(name)  # its rows compare through Table.essential
         keys = old.keys() if old.keys() == new.keys() else old.keys() | new.keys()
         hits = []
         for key in keys:
@@ -191,6 +203,9 @@ def diff_snapshots(
                 hits.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
             elif b is None:
                 hits.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
+            elif table is not None:
+                if table.essential(a) != table.essential(b):
+                    hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
             elif not skip or _strip(a, skip) != _strip(b, skip):
                 hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
         changes += sorted(hits, key=lambda c: c["key"])

@@ -19,7 +19,7 @@ _PAGE = {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integ
 
 def install(world: World) -> None:
     """Add the (empty) mails table."""
-    world.add_table("mails", key="id", incidental=("read",), app=APP)
+    world.add_table("mails", key="id", incidental=("read",), app=APP, unordered=("attachments",))
 
 
 def add_mail(world: World, sender: str, subject: str, body: str, *, to: str = "me@phone.local",

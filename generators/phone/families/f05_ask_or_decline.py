@@ -148,6 +148,8 @@ class AskOrDecline(Family):
                             params={"status": ["infeasible", "needs_user"]}),
                 Requirement(id="nothing_changed", kind="allowed_changes", description="no row changed",
                             noop_passes=True, params={"allow": []}),
+                Requirement(id="looked_first", kind="called", description="read the calendar before declining",
+                            params={"tool": "calendar_list_events"}),
             ] + [Requirement(id=f"spare_{d}", kind="forbidden", noop_passes=True,
                              description=f"never move {d}, the same event on another day",
                              params={"tool": "calendar_update_event", "arguments": {"event_id": d}})
