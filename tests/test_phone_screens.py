@@ -37,6 +37,8 @@ def test_every_step_is_valid_svg_and_the_write_shows_its_change():
     change = write.feedback.state_delta[0]
     row = change["after"] or change["before"]
     assert f"{row['first_name']} {row['last_name']}" in rows[0]
+    if change["op"] == "updated":  # the new value itself is on the screen
+        assert change["after"]["phone"] in rows[0]
     assert ET.fromstring(render_step(write)).get("data-app") == "contacts"
 
 

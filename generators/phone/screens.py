@@ -45,7 +45,7 @@ def _change_detail(change: dict[str, Any]) -> str:
     if change["op"] != "updated":
         return _row_detail(change["after"] or change["before"] or {})
     before, after = change["before"], change["after"]
-    return ", ".join(f"{k}: {_short(before.get(k), 12)} → {_short(v, 12)}" for k, v in after.items()
+    return ", ".join(f"{k}: {_short(before.get(k), 20)} → {_short(v, 20)}" for k, v in after.items()
                      if before.get(k) != v and k not in ("updated_at", "last_viewed", "read"))
 
 
