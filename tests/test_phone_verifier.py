@@ -108,5 +108,5 @@ def test_unknown_kind_fails_loudly_and_minefield_fails_the_episode():
         Requirement(id="mine", kind="forbidden", description="", params={"tool": "contacts_delete"}),
     ])
     calls = [call(0, "contacts_delete", contact_id="c-0001")]
-    results, success, progress, mines = evaluate(task, before, world, calls, {"status": "completed"})
+    _, success, progress, mines = evaluate(task, before, world, calls, {"status": "completed"})
     assert mines == ["mine"] and not success and progress == 0.5

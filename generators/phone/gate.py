@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from itertools import pairwise
 
 from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
@@ -44,7 +45,7 @@ def mutants(family: Family, task: TaskSpec) -> dict[str, list[Action]]:
         out["extra_write"] = ref[:-1] + [wrong[i], ref[-1]]
     writes = [j for j, a in enumerate(ref) if a.kind == "tool_call" and tool_kind(a.tool) == "write"]
     # the last two writes that differ: swapping two equal calls (a retry) changes nothing
-    pairs = [(a, b) for a, b in zip(writes, writes[1:]) if ref[a] != ref[b]]
+    pairs = [(a, b) for a, b in pairwise(writes) if ref[a] != ref[b]]
     if pairs:
         a, b = pairs[-1]
         swapped = list(ref)

@@ -69,12 +69,12 @@ def render_step(step: Step, instruction: str = "") -> str:
     tool = TOOLS.get(action.tool)
     app = tool.app if tool else "assistant"
     colour = APP_COLOURS.get(app, "#37474f")
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-           f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" data-app="{escape(app)}">',
-           f'<rect x="2" y="2" width="{WIDTH - 4}" height="{HEIGHT - 4}" rx="36" fill="#fafafa" stroke="#222" '
-           'stroke-width="4"/>',
-           f'<text x="30" y="34" font-size="12" fill="#555">step {step.index} · {escape(step.verification.label)}'
-           f' · progress {step.verification.progress:.2f}</text>',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+            f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" data-app="{escape(app)}">'),
+           (f'<rect x="2" y="2" width="{WIDTH - 4}" height="{HEIGHT - 4}" rx="36" fill="#fafafa" stroke="#222" '
+            'stroke-width="4"/>'),
+           (f'<text x="30" y="34" font-size="12" fill="#555">step {step.index} · {escape(step.verification.label)}'
+            f' · progress {step.verification.progress:.2f}</text>'),
            f'<rect x="14" y="46" width="{WIDTH - 28}" height="52" rx="10" fill="{colour}"/>',
            f'<text x="28" y="79" font-size="20" fill="#fff" font-weight="bold">{escape(app.capitalize())}</text>']
     call = action.tool if action.kind == "tool_call" else action.kind
