@@ -133,7 +133,8 @@ class RecoverPrerequisite(Family):
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         # the fix is rarely where agents slip; the final write (with the user's content) is
-        return with_wrong_argument_in_last_write(task, actions, rng)
+        # a valid but wrong value (an hour off), not one the tool would refuse
+        return with_wrong_argument_in_last_write(task, actions, rng, prefer=("start",))
 
 
 def _granted(permission: str) -> dict[str, Any]:

@@ -64,7 +64,8 @@ def with_wrong_argument(task: TaskSpec, actions: list[Action], rng: random.Rando
     return out
 
 
-def with_wrong_argument_in_last_write(task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
+def with_wrong_argument_in_last_write(task: TaskSpec, actions: list[Action], rng: random.Random,
+                                      prefer: tuple[str, ...] = ()) -> list[Action]:
     """The actions with one intent argument of the last write made wrong.
 
     For tasks whose first writes fix a prerequisite (or are retried after a timeout),
@@ -73,6 +74,6 @@ def with_wrong_argument_in_last_write(task: TaskSpec, actions: list[Action], rng
     out = [a.model_copy(deep=True) for a in actions]
     i = max(j for j, a in enumerate(out) if a.kind == "tool_call" and tool_kind(a.tool) == "write")
     args = out[i].arguments
-    name = next((k for k in INTENT_ARGS if k in args), None) or next(iter(args))
+    name = next((k for k in (*prefer, *INTENT_ARGS) if k in args), None) or next(iter(args))
     args[name] = wrong_value(name, args[name], task, rng)
     return out
