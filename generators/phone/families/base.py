@@ -22,7 +22,7 @@ from generators.phone.tools import TOOLS, call_tool
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
-GENERATOR_VERSION = "0.1"
+GENERATOR_VERSION = "0.2"
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 WORLD_CACHE = 256  # initial worlds kept per family
