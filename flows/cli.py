@@ -293,6 +293,10 @@ def import_(
     out.print(f"Imported {summary.imported} episodes from {file} ({summary.already} already there, "
               f"{len(summary.skipped)} malformed skipped)", markup=False, highlight=False)
 
+from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)
+
+_register_phone_commands(app, out)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""

@@ -75,14 +75,15 @@ def test_eval_of_a_round_changes_the_next_plan(tmp_path, state_url):
     settings = load_settings(data_dir=tmp_path / "d", state_url=state_url, round={"episodes": 60, "rollouts": 2})
     store = Store(settings.data_dir, settings.state_url)
     first = _complete_round(store, settings)
-    even = next_plan(store, settings, ["F01", "F02", "F03"], 2)
+    families = stages.selected_families(settings)
+    even = next_plan(store, settings, families, 2)
     assert len(set(even.weights.values())) == 1
     result = eval_round(store, None)
     assert (result.batch, result.imported) == (f"eval-{first}", 60)
     assert eval_round(store, first).already
-    adapted = next_plan(store, settings, ["F01", "F02", "F03"], 2)
+    adapted = next_plan(store, settings, families, 2)
     assert len(set(adapted.weights.values())) > 1
-    assert set(adapted.reasons) == {"F01", "F02", "F03"}
+    assert set(adapted.reasons) == set(families)
     # The next round is planned from that feedback, and keeps its plan when resumed.
     second = _complete_round(store, settings)
     with store.session() as s:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from generators.phone.apps import calendar, contacts, device
+from generators.phone.apps import calendar, contacts, install_all
 from generators.phone.tools import TOOLS, call_tool, openai_tool_schemas
 from generators.phone.world import World
 
@@ -12,9 +12,7 @@ JUNK = [None, [], "text", 3, {"no_such_arg": 1}, {"contact_id": 5}, {"enabled": 
 
 def fresh_world() -> World:
     world = World(seed=1)
-    device.install(world)
-    contacts.install(world)
-    calendar.install(world)
+    install_all(world)
     contacts.add_contact(world, "Maria", "Lopez", phone="+1 415-555-0101")
     calendar.add_event(world, "Dentist", "2026-03-03", "10:00", "11:00")
     calendar.add_alarm(world, "07:00")
@@ -98,3 +96,10 @@ def test_openai_schemas_include_finish_and_ask_user():
         assert s["type"] == "function"
         assert set(s["function"]) == {"name", "description", "parameters"}
         assert s["function"]["parameters"]["type"] == "object"
+
+
+def test_tool_of_an_uninstalled_app_is_unsupported_app():
+    world = World(seed=1)
+    contacts.install(world)
+    reply = call_tool(world, "mail_list", {})
+    assert reply["error"]["code"] == "UNSUPPORTED_APP" and "mail" in reply["error"]["message"]

@@ -64,3 +64,18 @@ def test_clock_advances_per_call_and_log_is_appended():
     call_tool(world, "nope", {})
     assert world.now == start + 2 * world.tick
     assert [e["ok"] for e in world.events] == [True, False]
+
+
+def test_unordered_lists_compare_as_multisets_and_ordered_lists_by_order():
+    from generators.phone.apps import install_all
+    from generators.phone.apps.mail import add_mail
+
+    world = World(seed=3)
+    install_all(world, seeded=False)
+    mail = add_mail(world, "a@b.c", "s", "b", attachments=[{"name": "x", "text": "1"}, {"name": "y", "text": "2"}])
+    world.table("playlists").insert({"id": "pl-1", "name": "Road", "tracks": ["tr-1", "tr-2"]})
+    before, h = world.snapshot(), world.state_hash()
+    mail["attachments"] = list(reversed(mail["attachments"]))
+    assert world.diff(before) == [] and world.state_hash() == h
+    world.table("playlists").rows["pl-1"]["tracks"] = ["tr-2", "tr-1"]
+    assert [c["table"] for c in world.diff(before)] == ["playlists"] and world.state_hash() != h

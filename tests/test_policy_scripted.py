@@ -47,3 +47,18 @@ def test_default_rates_give_successes_and_failures_that_differ_by_family():
     rates = {fid: sum(ws) / len(ws) for fid, ws in wins.items()}
     # ...and so does what is observed: the riskiest family succeeds least often.
     assert min(rates, key=rates.get) == max(risk, key=risk.get), (rates, risk)
+
+def test_success_differs_by_family_and_falls_as_difficulty_rises():
+    policy = ScriptedPolicy(seed=3)
+    rate: dict[tuple[str, int], float] = {}
+    for fid, family in sorted(FAMILIES.items()):
+        for difficulty in (1, 3):
+            wins = [run_episode(family.make_task(seed, difficulty), policy, rollout=0, round_id="r", batch_id="b",
+                                created_at=datetime(2026, 3, 1)).outcome.success for seed in range(80)]
+            rate[fid, difficulty] = sum(wins) / len(wins)
+    easy = sum(rate[f, 1] for f in FAMILIES) / len(FAMILIES)
+    hard = sum(rate[f, 3] for f in FAMILIES) / len(FAMILIES)
+    assert hard < easy - 0.04, rate
+    assert sum(rate[f, 3] <= rate[f, 1] for f in FAMILIES) >= len(FAMILIES) - 1, rate  # per family too, nearly always
+    by_family = [rate[f, 1] + rate[f, 3] for f in FAMILIES]
+    assert max(by_family) - min(by_family) >= 0.15, rate

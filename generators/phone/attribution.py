@@ -41,6 +41,11 @@ def attribute_failure(task: TaskSpec, reference: list[Action], steps: list[Step]
         return FailureAttribution(type="loop" if looped else termination, step=steps[-1].index if steps else None)
 
     finish_step = steps[-1].index if steps else None
+    unasked = {r.id for r in task.requirements if r.kind == "asked_before"}
+    if any(not r.passed and r.id in unasked for r in results):
+        first = next((s.index for s in steps if s.action.kind == "tool_call" and s.feedback.ok
+                      and tool_kind(s.action.tool) == "write"), finish_step)
+        return FailureAttribution(type="acted_without_asking", step=first)
     ref_writes = [_key(a.tool, a.arguments) for a in reference
                   if a.kind == "tool_call" and tool_kind(a.tool) == "write"]
     made = [(s.index, _key(s.action.tool, s.action.arguments)) for s in steps

@@ -12,12 +12,12 @@ from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, To
 from warehouse.ids import canonical_json
 
 from generators.phone.families import Family, get_family
-from generators.phone.tools import META_SCHEMAS, call_tool, check_arguments, openai_tool_schemas
+from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
 from generators.phone.world import World
 
-ENV_VERSION = "0.1"
+ENV_VERSION = "0.2"
 STOP_GUESSING = ("This exact call has now failed twice. Stop guessing: read the error's hint, "
                  "look the value up with a read tool, or ask the user.")
 
@@ -37,8 +37,9 @@ class PhoneEnv:
 
     def reset(self) -> dict[str, Any]:
         """Rebuild the initial world; returns the observation an agent starts from."""
-        self.world = self.family.build_world(self.task)
+        self.world, self._digests = self.family.initial_world(self.task)
         self.initial = self.world.snapshot()
+        self._last = self.initial  # the snapshot after the previous step
         self.verifier = StepVerifier(self.task, self.initial, self.world)
         self.calls: list[dict[str, Any]] = []
         self.failures: dict[str, int] = {}
@@ -54,28 +55,43 @@ class PhoneEnv:
         if self.world is None or self.done:
             raise RuntimeError("call reset() before step(), and do not step a finished episode")
         world, index = self.world, self.steps
-        before = world.snapshot()
         kind = action.kind
         if kind == "tool_call" and action.tool in META_SCHEMAS:  # a model may call finish as a tool
             kind = action.tool
         if kind == "tool_call":
             reply = call_tool(world, action.tool, action.arguments, allowed=self.task.tools)
-            self.calls.append({"index": index, "tool": action.tool, "arguments": action.arguments, "ok": reply["ok"]})
+            self._record(index, action, reply)
         elif kind in META_SCHEMAS:
             reply = self._meta(kind, action)
+            if kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
+                self._record(index, action, reply, tool="ask_user")
         else:
             world.advance()
             reply = {"ok": False, "error": {"code": "INVALID_ACTION", "message": "the reply held no usable action",
                                             "retryable": True, "hint": "reply with exactly one tool call"}}
         self.steps += 1
         notices = self._notices(kind, action, reply)
-        feedback = Feedback(
-            ok=reply["ok"], error=ToolError(**reply["error"]) if not reply["ok"] else None,
-            result=reply.get("data"), state_delta=world.diff(before), state_hash=world.state_hash(),
+        # only the tools of an app change its tables (tests keep this true), so only those are copied
+        tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
+        touched = world.app_tables(tool.app) if tool else []
+        after = {**self._last, **world.snapshot(touched)}
+        delta = world.diff({n: self._last[n] for n in touched}, {n: after[n] for n in touched})
+        for name in {c["table"] for c in delta}:  # only changed tables are hashed again
+            self._digests[name] = world.table_digest(name)
+        self._last = after
+        # built without validation: every field is typed by construction, and this runs per step
+        feedback = Feedback.model_construct(
+            ok=reply["ok"], error=ToolError.model_construct(**reply["error"]) if not reply["ok"] else None,
+            result=reply.get("data"), state_delta=delta, state_hash=world.state_hash(self._digests),
             notices=notices,
         )
-        verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args)
+        verification = self.verifier.observe(world, self.calls, action, feedback, self.finish_args, after)
         return feedback, verification, self.done
+
+    def _record(self, index: int, action: Action, reply: dict[str, Any], tool: str | None = None) -> None:
+        self.calls.append({"index": index, "tool": tool or action.tool, "arguments": action.arguments,
+                           "ok": reply["ok"], "call_id": action.call_id or f"step-{index}",
+                           "result": reply.get("data")})
 
     def _meta(self, kind: str, action: Action) -> dict[str, Any]:
         self.world.advance()

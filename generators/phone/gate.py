@@ -9,6 +9,8 @@ swapped) fails. Otherwise the reason names the first broken rule.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from itertools import pairwise
 
 from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
@@ -42,9 +44,11 @@ def mutants(family: Family, task: TaskSpec) -> dict[str, list[Action]]:
     if i is not None:  # the right writes plus one more: the mistaken one
         out["extra_write"] = ref[:-1] + [wrong[i], ref[-1]]
     writes = [j for j, a in enumerate(ref) if a.kind == "tool_call" and tool_kind(a.tool) == "write"]
-    if len(writes) >= 2:
+    # the last two writes that differ: swapping two equal calls (a retry) changes nothing
+    pairs = [(a, b) for a, b in pairwise(writes) if ref[a] != ref[b]]
+    if pairs:
+        a, b = pairs[-1]
         swapped = list(ref)
-        a, b = writes[0], writes[1]
         swapped[a], swapped[b] = ref[b], ref[a]
         out["wrong_order"] = swapped
     return out
@@ -66,3 +70,34 @@ def gate_reason(family: Family, task: TaskSpec) -> str | None:
         if _run(family, task, actions)[0]:
             return f"mutant_passes:{kind}"
     return None
+
+
+def knobs_for(family: Family, knobs: dict[str, int] | None) -> dict[str, int]:
+    """The subset of ``knobs`` this family has (a knob is set only where it exists)."""
+    return {k: v for k, v in (knobs or {}).items() if k in family.knobs}
+
+
+def gate_report(families: list[Family], seeds: int, difficulty: int | None = None,
+                knobs: dict[str, int] | None = None,
+                on_task: Callable[[str], None] | None = None) -> dict[str, dict[str, object]]:
+    """Run the gate on seeds 0..seeds-1 of each family: per family tried, kept, rejections by reason.
+
+    Difficulty cycles 1..max over the seeds unless fixed; ``on_task`` is called after
+    each instance (for a progress bar).
+    """
+    report: dict[str, dict[str, object]] = {}
+    for family in families:
+        own = knobs_for(family, knobs)
+        kept, rejections = 0, {}
+        for seed in range(seeds):
+            level = difficulty or 1 + seed % family.max_difficulty
+            reason = gate_reason(family, family.make_task(seed, level, knobs=own))
+            if reason is None:
+                kept += 1
+            else:
+                rejections[reason] = rejections.get(reason, 0) + 1
+            if on_task:
+                on_task(family.id)
+        report[family.id] = {"tried": seeds, "kept": kept, "kept_share": round(kept / seeds, 4) if seeds else 0.0,
+                             "rejections": dict(sorted(rejections.items()))}
+    return report

@@ -46,3 +46,17 @@ def email_for(first: str, last: str, rng: random.Random) -> str:
     style = rng.randrange(3)
     local = [f"{first}.{last}", f"{first[0]}{last}", f"{first}{rng.randint(1, 99)}"][style]
     return f"{local.lower()}@{rng.choice(DOMAINS)}"
+
+MESSAGE_TEXTS = [
+    "Running 10 minutes late, sorry!", "Can you pick up milk on the way home?", "Happy birthday!!",
+    "Are we still on for Saturday?", "Call me when you get a chance", "Thanks for dinner last night",
+    "The package arrived", "Don't forget the keys", "Meeting moved to 3", "See you at the station",
+]
+REQUESTS = [  # what a user asks to text someone (public text of a message)
+    "I'm running late, start without me", "the meeting moved to Thursday", "can you call me back tonight?",
+    "I landed safely", "dinner is at 8", "I left the charger at your place",
+]
+NOTE_TITLES = ["Shopping list", "Gift ideas", "Packing list", "Books to read", "Wi-Fi password",
+               "Recipe: lentil soup", "Meeting notes", "Car insurance", "Garden plan"]
+NOTE_FOLDERS = ["Travel", "Work", "Recipes", "Home", "Receipts", "Kids"]
+CLINICS = ["Downtown Clinic", "Bright Smile Dental", "City Eye Care", "Riverside Physio", "Northside Vet"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.phone.world import World
+from generators.phone.world import MissingTableError, World
 
 ToolKind = Literal["read", "write", "meta"]
 Result = dict[str, Any]
@@ -113,20 +113,26 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
 def check_arguments(name: str, parameters: dict[str, Any], args: Any) -> tuple[str, str] | None:
     """(message, hint) describing what is wrong with ``args`` for a tool's ``parameters``, or None."""
     props, required = parameters.get("properties", {}), parameters.get("required", [])
+    problem = _argument_problem(name, props, required, args)
+    if problem is None:
+        return None
     signature = ", ".join(f"{k}: {v.get('type', 'any')}" + ("" if k in required else "?") for k, v in props.items())
-    hint = f"{name}({signature})"
+    return problem, f"{name}({signature})"
+
+
+def _argument_problem(name: str, props: dict[str, Any], required: list[str], args: Any) -> str | None:
     if not isinstance(args, dict):
-        return f"arguments must be a JSON object, got {type(args).__name__}", hint
+        return f"arguments must be a JSON object, got {type(args).__name__}"
     unknown = sorted(set(args) - set(props))
     if unknown:
-        return f"unknown argument(s) {unknown} for {name}", hint
+        return f"unknown argument(s) {unknown} for {name}"
     missing = [k for k in required if k not in args]
     if missing:
-        return f"missing required argument(s) {missing} for {name}", hint
+        return f"missing required argument(s) {missing} for {name}"
     for k, v in args.items():
         problem = _check_value(k, v, props[k])
         if problem:
-            return problem, hint
+            return problem
     return None
 
 
@@ -158,10 +164,18 @@ def call_tool(world: World, name: str, args: Any, allowed: Collection[str] | Non
         return _error("INVALID_ARGUMENT", problem[0], f"expected {problem[1]}")
     try:
         _check_requirements(world, t)
+        fault = world.take_fault(name) if world.faults else None
+        if fault is not None:  # a transient failure of the service: nothing happened, retrying works
+            raise PhoneError(fault["code"], fault.get("message", f"{name} timed out; nothing was changed"),
+                             retryable=True, hint="retry the same call")
         data = t.fn(world, **(args or {}))
     except PhoneError as e:
         world.log("tool_call", tool=name, ok=False, code=e.code)
         return {"ok": False, "error": e.as_dict()}
+    except MissingTableError as e:
+        world.log("tool_call", tool=name, ok=False, code="UNSUPPORTED_APP")
+        return _error("UNSUPPORTED_APP", f"the {t.app} app is not installed on this phone ({e.args[0]})",
+                      "use a tool of an installed app")
     except Exception as e:  # a tool bug must not end the episode; report it as a harness fault
         world.log("tool_call", tool=name, ok=False, code="INTERNAL")
         return _error("INTERNAL", f"{type(e).__name__}: {e}", "this is a fault of the phone, not the caller", True)

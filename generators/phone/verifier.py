@@ -8,13 +8,14 @@ A call record is ``{"index": int, "tool": str, "arguments": dict, "ok": bool}``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
 from warehouse.ids import canonical_json
 
+from generators.phone.checks_calls import CALL_CHECKS
+from generators.phone.matching import args_match, fields_match, normalise
 from generators.phone.timeparse import parse_time
 from generators.phone.tools import PhoneError, tool_kind
 from generators.phone.world import Snapshot, World
@@ -22,46 +23,20 @@ from generators.phone.world import Snapshot, World
 Calls = list[dict[str, Any]]
 
 
-def normalise(value: Any, field: str = "") -> Any:
-    """A value as people mean it: case and spacing ignored; phone numbers as digits."""
-    if isinstance(value, str):
-        s = " ".join(value.strip().casefold().split())
-        if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
-            return re.sub(r"\D", "", s)
-        return s
-    if isinstance(value, list):
-        return [normalise(v, field) for v in value]
-    return value
-
-
-def _same(expected: Any, actual: Any, match: str, field: str = "") -> bool:
-    if match == "exact":
-        return expected == actual
-    return normalise(expected, field) == normalise(actual, field)
-
-
-def _fields_match(expected: dict[str, Any], row: dict[str, Any] | None, match: str) -> bool:
-    return row is not None and all(_same(v, row.get(k), match, k) for k, v in expected.items())
-
-
-def _args_match(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    return all(_same(v, actual.get(k), "normalised", k) for k, v in expected.items())
-
-
 def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
-    table, match = p["table"], p.get("match", "normalised")
+    table, match, per_field = p["table"], p.get("match", "normalised"), p.get("field_match", {})
     mine = [c for c in changes if c["table"] == table]
     problems = []
     free = [c for c in mine if c["op"] == "added"]
     for want in p.get("added", []):  # each expected row needs its own added row
-        hit = next((c for c in free if _fields_match(want, c["after"], match)), None)
+        hit = next((c for c in free if fields_match(want, c["after"], match, per_field)), None)
         if hit is None:
             problems.append(f"no added row matches {want}")
         else:
             free.remove(hit)
     for want in p.get("updated", []):
         hit = next((c for c in mine if c["op"] == "updated" and c["key"] == want["key"]), None)
-        if hit is None or not _fields_match(want["fields"], hit["after"], match):
+        if hit is None or not fields_match(want["fields"], hit["after"], match, per_field):
             problems.append(f"{want['key']} not updated to {want['fields']}")
     removed = {c["key"] for c in mine if c["op"] == "removed"}
     problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
@@ -109,7 +84,7 @@ def _check_answer(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: An
 
 def _forbidden_hits(p: dict[str, Any], calls: Calls) -> list[dict[str, Any]]:
     return [c for c in calls if c["tool"] == p["tool"] and (c["ok"] or p.get("include_failed"))
-            and _args_match(p.get("arguments", {}), c["arguments"])]
+            and args_match(p.get("arguments", {}), c["arguments"])]
 
 
 def _check_forbidden(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
@@ -120,7 +95,7 @@ def _check_forbidden(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, s
 def _check_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
     want, i = p["sequence"], 0
     for c in calls:
-        if i < len(want) and c["ok"] and c["tool"] == want[i]["tool"] and _args_match(want[i].get("arguments", {}),
+        if i < len(want) and c["ok"] and c["tool"] == want[i]["tool"] and args_match(want[i].get("arguments", {}),
                                                                                       c["arguments"]):
             i += 1
     return i == len(want), "" if i == len(want) else f"call {i + 1} of the required order never came: {want[i]}"
@@ -128,7 +103,8 @@ def _check_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
 
 def _check_finish_status(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: Any) -> tuple[bool, str]:
     got = (finish_args or {}).get("status")
-    return got == p["status"], "" if got == p["status"] else f"finish status {got!r} != {p['status']!r}"
+    ok = got in p["status"] if isinstance(p["status"], list) else got == p["status"]  # a list: any of these
+    return ok, "" if ok else f"finish status {got!r} is not {p['status']!r}"
 
 
 CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
@@ -138,6 +114,7 @@ CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
     "forbidden": _check_forbidden,
     "order": _check_order,
     "finish_status": _check_finish_status,
+    **CALL_CHECKS,
 }
 
 
@@ -147,8 +124,8 @@ def check_requirement(req: Requirement, changes: list[dict[str, Any]], calls: Ca
     check = CHECKS.get(req.kind)
     passed, detail = (False, f"unknown requirement kind {req.kind!r}") if check is None else check(
         req.params, changes=changes, calls=calls, finish_args=finish_args)
-    return RequirementResult(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
-                             dimension=req.dimension, detail=detail)
+    return RequirementResult.model_construct(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
+                                             dimension=req.dimension, detail=detail)
 
 
 def minefields_hit(task: TaskSpec, calls: Calls) -> list[str]:
@@ -156,23 +133,30 @@ def minefields_hit(task: TaskSpec, calls: Calls) -> list[str]:
     return [r.id for r in task.requirements if r.kind == "forbidden" and _forbidden_hits(r.params, calls)]
 
 
-def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
-             finish_args: dict[str, Any] | None) -> tuple[list[RequirementResult], bool, float, list[str]]:
-    """Score an episode: (results, success, progress, minefields).
+def score(task: TaskSpec, results: list[RequirementResult], calls: Calls) -> tuple[bool, float, list[str]]:
+    """(success, progress, minefields) from requirement results.
 
     success = every hard requirement passes and no minefield is hit; progress = the
     weighted fraction of requirements passed.
     """
-    changes = final_world.diff(initial_snapshot)
-    results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
     mines = minefields_hit(task, calls)
     success = all(r.passed for r in results if r.hard) and not mines
     total = sum(r.weight for r in results)
     progress = sum(r.weight for r in results if r.passed) / total if total else float(success)
-    return results, success, round(progress, 6), mines
+    return success, round(progress, 6), mines
+
+
+def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
+             finish_args: dict[str, Any] | None,
+             after: Snapshot | None = None) -> tuple[list[RequirementResult], bool, float, list[str]]:
+    """Score an episode: (results, success, progress, minefields); see ``score``."""
+    changes = final_world.diff(initial_snapshot, after)  # ``after``: a snapshot of final_world already taken
+    results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
+    return results, *score(task, results, calls)
 
 
 INVALID_CODES = {"UNKNOWN_TOOL", "INVALID_ARGUMENT", "INVALID_ACTION"}
+STATE_KINDS = {"state_diff", "allowed_changes", "untouched"}  # checks that read only the state diff
 
 
 class StepVerifier:
@@ -184,11 +168,18 @@ class StepVerifier:
         self.passing = {r.id for r in results if r.passed}
         self.mines: set[str] = set()
         self.seen_calls: set[str] = set()
+        self.state_results: dict[str, RequirementResult] | None = None
 
     def observe(self, world: World, calls: Calls, action: Action, feedback: Feedback,
-                finish_args: dict[str, Any] | None = None) -> Verification:
-        """Verify the step just taken; ``calls`` already includes it."""
-        results, _, progress, mines = evaluate(self.task, self.initial, world, calls, finish_args)
+                finish_args: dict[str, Any] | None = None, after: Snapshot | None = None) -> Verification:
+        """Verify the step just taken; ``calls`` already includes it (``after``: the world's snapshot now)."""
+        if self.state_results is None or feedback.state_delta:  # state checks rerun only when state moved
+            changes = world.diff(self.initial, after)
+            self.state_results = {r.id: check_requirement(r, changes, calls, finish_args)
+                                  for r in self.task.requirements if r.kind in STATE_KINDS}
+        results = [self.state_results[r.id] if r.kind in STATE_KINDS else check_requirement(r, [], calls, finish_args)
+                   for r in self.task.requirements]
+        _, progress, mines = score(self.task, results, calls)
         passing = {r.id for r in results if r.passed}
         noop = {r.id for r in self.task.requirements if r.noop_passes}
         new_milestones = sorted(passing - self.passing - noop)
@@ -196,7 +187,8 @@ class StepVerifier:
         lost = {r.id for r in self.task.requirements if r.hard} & (self.passing - passing)
         label = self._label(action, feedback, new_milestones, bool(new_mines or lost))
         self.passing, self.progress, self.mines = passing, progress, self.mines | set(mines)
-        return Verification(milestones=new_milestones, minefields=new_mines, progress=progress, label=label)
+        return Verification.model_construct(milestones=new_milestones, minefields=new_mines, progress=progress,
+                                            label=label)
 
     def _label(self, action: Action, feedback: Feedback, milestones: list[str], harmful: bool) -> str:
         if action.kind == "invalid" or (feedback.error is not None and feedback.error.code in INVALID_CODES):

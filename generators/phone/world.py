@@ -4,11 +4,14 @@ Pure and cheap: no I/O, no globals, so many worlds can live in one process. Tabl
 are plain dicts of rows keyed by a string primary key; the state hash and the diff
 ignore each table's incidental fields (read flags, timestamps) so that looking at a
 row never counts as changing it.
+
+Rows are flat: a field holds a scalar, or a list or dict that tools replace whole and
+never change in place. So copying a row is a shallow dict copy; deep copies made every
+step a hundred times slower.
 """
 
 from __future__ import annotations
 
-import copy as _copy
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,6 +34,9 @@ class Table:
     key: str
     incidental: tuple[str, ...] = ()
     rows: dict[str, Row] = field(default_factory=dict)
+    app: str = ""  # the app whose tools alone may change this table
+    # list fields whose order means nothing (compared as multisets); every other list is ordered
+    unordered: tuple[str, ...] = ()
 
     def insert(self, row: Row) -> Row:
         """Add a row (a copy); its key field must be a string not yet present."""
@@ -47,8 +53,16 @@ class Table:
         return self.rows.get(key)
 
     def essential(self, row: Row) -> Row:
-        """The row without its incidental fields: what the hash and diff look at."""
-        return {k: v for k, v in row.items() if k not in self.incidental}
+        """The row without its incidental fields, unordered lists sorted: what the hash and diff look at."""
+        out = {k: v for k, v in row.items() if k not in self.incidental}
+        for k in self.unordered:
+            if isinstance(out.get(k), list):
+                out[k] = sorted(out[k], key=canonical_json)
+        return out
+
+
+class MissingTableError(KeyError):
+    """The world has no such table: the app it belongs to is not installed."""
 
 
 class World:
@@ -62,17 +76,29 @@ class World:
         self.tables: dict[str, Table] = {}
         self.events: list[dict[str, Any]] = []  # append-only log, never hashed
         self.counters: dict[str, int] = {}
+        # the fault plan: [{"tool", "code", "times", "skip"?}]; a fault fires on the tool's
+        # next ``times`` calls that pass its requirements, after ``skip`` calls went through
+        self.faults: list[dict[str, Any]] = []
 
     # -- tables -------------------------------------------------------------
-    def add_table(self, name: str, key: str, incidental: tuple[str, ...] = ()) -> Table:
-        """Declare a table; declaring the same table twice returns the existing one."""
+    def add_table(self, name: str, key: str, incidental: tuple[str, ...] = (), app: str = "",
+                  unordered: tuple[str, ...] = ()) -> Table:
+        """Declare a table owned by ``app``; declaring the same table twice returns the existing one."""
         if name not in self.tables:
-            self.tables[name] = Table(name=name, key=key, incidental=tuple(incidental))
+            self.tables[name] = Table(name=name, key=key, incidental=tuple(incidental), app=app,
+                                      unordered=tuple(unordered))
         return self.tables[name]
 
+    def app_tables(self, app: str) -> list[str]:
+        """The names of the tables an app owns (only its tools change them)."""
+        return [n for n, t in self.tables.items() if t.app == app]
+
     def table(self, name: str) -> Table:
-        """The table by name (KeyError if the app was not installed in this world)."""
-        return self.tables[name]
+        """The table by name (MissingTableError if the app was not installed in this world)."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise MissingTableError(name) from None
 
     def next_id(self, prefix: str) -> str:
         """A fresh deterministic id such as ``c-0042`` for rows created by tools."""
@@ -90,17 +116,27 @@ class World:
         self.events.append({"at": self.now.isoformat(), "kind": kind, **data})
 
     # -- state --------------------------------------------------------------
-    def state_hash(self) -> str:
-        """Canonical digest of all tables, rows sorted by key, incidental fields out."""
-        state = {
-            name: [t.essential(t.rows[k]) for k in sorted(t.rows)]
-            for name, t in sorted(self.tables.items())
-        }
-        return digest(state)
+    def table_digest(self, name: str) -> str:
+        """Digest of one table's essential rows, sorted by key."""
+        t = self.tables[name]
+        return digest([t.essential(t.rows[k]) for k in sorted(t.rows)])
 
-    def snapshot(self) -> Snapshot:
-        """A plain deep copy of all rows: ``{table: {key: row}}``."""
-        return {name: _copy.deepcopy(t.rows) for name, t in self.tables.items()}
+    def state_hash(self, table_digests: dict[str, str] | None = None) -> str:
+        """Canonical digest of all tables, rows sorted by key, incidental fields out.
+
+        ``table_digests`` lets a caller that knows which tables changed (the
+        environment) pass digests it keeps up to date instead of recomputing them all.
+        """
+        digests = table_digests if table_digests is not None else {n: self.table_digest(n) for n in self.tables}
+        return digest(sorted(digests.items()))
+
+    def snapshot(self, names: list[str] | None = None) -> Snapshot:
+        """A copy of the rows of all tables (or of ``names``): ``{table: {key: row}}``.
+
+        Rows are copied shallowly, see the module note.
+        """
+        tables = self.tables if names is None else {n: self.tables[n] for n in names}
+        return {name: {k: dict(r) for k, r in t.rows.items()} for name, t in tables.items()}
 
     def incidental_fields(self) -> dict[str, tuple[str, ...]]:
         """Per table, the fields a diff should ignore."""
@@ -108,7 +144,8 @@ class World:
 
     def diff(self, before: Snapshot, after: Snapshot | None = None) -> list[dict[str, Any]]:
         """Row changes from ``before`` to ``after`` (default: now), by key."""
-        return diff_snapshots(before, self.snapshot() if after is None else after, self.incidental_fields())
+        return diff_snapshots(before, self.snapshot() if after is None else after, self.incidental_fields(),
+                              {n: t for n, t in self.tables.items() if t.unordered})
 
     def copy(self) -> World:
         """An independent copy (rows, clock, generator state, counters, log)."""
@@ -117,37 +154,63 @@ class World:
         other.rng = random.Random()
         other.rng.setstate(self.rng.getstate())
         other.tables = {
-            n: Table(t.name, t.key, t.incidental, _copy.deepcopy(t.rows)) for n, t in self.tables.items()
+            n: Table(t.name, t.key, t.incidental, {k: dict(r) for k, r in t.rows.items()}, t.app, t.unordered)
+            for n, t in self.tables.items()
         }
         other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
         other.counters = dict(self.counters)
+        other.faults = [dict(f) for f in self.faults]
         return other
+
+    def take_fault(self, tool: str) -> dict[str, Any] | None:
+        """The planned fault for this call of ``tool`` (used up as it fires), or None."""
+        for f in self.faults:
+            if f["tool"] != tool or f.get("times", 1) <= 0:
+                continue
+            if f.get("skip", 0) > 0:  # calls that pass before the fault fires
+                f["skip"] -= 1
+                return None
+            f["times"] = f.get("times", 1) - 1
+            return f
+        return None
 
 
 def diff_snapshots(
-    before: Snapshot, after: Snapshot, incidental: dict[str, tuple[str, ...]] | None = None
+    before: Snapshot, after: Snapshot, incidental: dict[str, tuple[str, ...]] | None = None,
+    with_unordered: dict[str, Table] | None = None,
 ) -> list[dict[str, Any]]:
     """Diff two snapshots by key: ``[{"table","key","op","before","after"}]``, sorted.
 
     ``op`` is added, updated or removed; a row whose only changes are in incidental
-    fields is not reported.
+    fields (or in the order of an unordered list of a table in ``with_unordered``) is
+    not reported.
     """
     incidental = incidental or {}
     changes: list[dict[str, Any]] = []
     for name in sorted(set(before) | set(after)):
-        skip = set(incidental.get(name, ()))
         old, new = before.get(name, {}), after.get(name, {})
-        for key in sorted(set(old) | set(new)):
+        if old is new or old == new:  # most tables do not change in a step: one C-level comparison decides
+            continue
+        skip = incidental.get(name, ())
+        table = (with_unordered or {}).get(name)  # its rows compare through Table.essential
+        keys = old.keys() if old.keys() == new.keys() else old.keys() | new.keys()
+        hits = []
+        for key in keys:
             a, b = old.get(key), new.get(key)
+            if a == b:  # the common case, decided by one C-level comparison
+                continue
             if a is None:
-                changes.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
+                hits.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
             elif b is None:
-                changes.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
-            elif _strip(a, skip) != _strip(b, skip):
-                changes.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+                hits.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
+            elif table is not None:
+                if table.essential(a) != table.essential(b):
+                    hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+            elif not skip or _strip(a, skip) != _strip(b, skip):
+                hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+        changes += sorted(hits, key=lambda c: c["key"])
     return changes
 
 
-def _strip(row: Row, skip: set[str]) -> str:
-    # compare canonical text so that key order never fakes a change
-    return canonical_json({k: v for k, v in row.items() if k not in skip})
+def _strip(row: Row, skip: tuple[str, ...]) -> Row:
+    return {k: v for k, v in row.items() if k not in skip}

@@ -24,6 +24,9 @@ DEFAULT_ERROR_RATES: dict[str, float] = {
     "disambiguation": 0.25,
     "aggregation": 0.30,
     "ordering": 0.15,
+    "recovery": 0.20,
+    "clarification": 0.28,
+    "cross_app": 0.22,
 }
 # mistake kind -> relative frequency; repeated_failing_call is the one an agent recovers from
 MISTAKES: dict[str, float] = {
@@ -33,7 +36,7 @@ MISTAKES: dict[str, float] = {
     "early_finish": 0.15,
     "wrong_order": 0.1,
 }
-DIFFICULTY_STEP = 0.15  # each difficulty level above 1 raises the mistake chance by this share
+DIFFICULTY_STEP = 0.4  # each difficulty level above 1 raises the mistake chance by this share
 
 
 class ScriptedPolicy:
@@ -95,7 +98,9 @@ def _with_mistake(kind: str | None, task: TaskSpec, family: Family, ref: list[Ac
         plan[a], plan[b] = plan[b], plan[a]
         return kind, plan
     if kind == "skipped_step":
-        del plan[rng.choice(writes)]
+        asks = [i for i, a in enumerate(plan) if a.kind == "ask_user"]
+        # the step a hasty agent skips is the question: it acts on its own guess
+        del plan[asks[0] if asks else rng.choice(writes)]
         return kind, plan
     if kind == "early_finish":
         calls = [i for i, a in enumerate(plan) if a.kind == "tool_call"]

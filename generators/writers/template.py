@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.writers.wordings_tool_use import WORDINGS as TOOL_USE_WORDINGS
+
 
 class UnknownTemplateError(KeyError):
     """No wording exists for this family and template."""
@@ -50,6 +52,9 @@ WORDINGS: dict[str, dict[str, str]] = {
         "bedtime.terse": "Night setup, in order: {steps_list}.",
     },
 }
+
+
+WORDINGS.update(TOOL_USE_WORDINGS)
 
 
 def change_phrase(change: dict[str, Any]) -> str:

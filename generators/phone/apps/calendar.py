@@ -19,8 +19,8 @@ _PAGE = {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integ
 
 def install(world: World) -> None:
     """Add the (empty) events and alarms tables."""
-    world.add_table("events", key="id", incidental=("updated_at",))
-    world.add_table("alarms", key="id", incidental=("updated_at",))
+    world.add_table("events", key="id", incidental=("updated_at",), app=APP)
+    world.add_table("alarms", key="id", incidental=("updated_at",), app="clock")
 
 
 def add_event(world: World, title: str, day: str, start: str, end: str, location: str = "") -> dict[str, Any]:

@@ -23,7 +23,7 @@ _PAGE = {
 
 def install(world: World) -> None:
     """Add the (empty) contacts table."""
-    world.add_table("contacts", key="id", incidental=("last_viewed", "updated_at"))
+    world.add_table("contacts", key="id", incidental=("last_viewed", "updated_at"), app=APP)
 
 
 def add_contact(world: World, first: str, last: str, *, phone: str = "", email: str = "",

@@ -23,17 +23,19 @@ DEFAULTS: dict[str, Any] = {
     "volume_media": 50,
     "volume_alarm": 70,
     "brightness": 60,
+    "battery_saver": False,
+    "flashlight": False,
 }
-PERMISSIONS = ("contacts", "calendar", "location", "microphone", "camera")
+PERMISSIONS = ("contacts", "calendar", "sms", "phone", "location", "microphone", "camera", "storage")
 STREAMS = ["ring", "media", "alarm"]
 
 
 def install(world: World, settings: dict[str, Any] | None = None, denied: tuple[str, ...] = ()) -> None:
     """Add the device and permissions tables with defaults, overridden by ``settings``."""
-    device = world.add_table("device", key="name")
+    device = world.add_table("device", key="name", app=APP)
     for name, value in {**DEFAULTS, **(settings or {})}.items():
         device.insert({"name": name, "value": value})
-    perms = world.add_table("permissions", key="permission")
+    perms = world.add_table("permissions", key="permission", app=APP)
     for p in PERMISSIONS:
         perms.insert({"permission": p, "granted": p not in denied})
 
@@ -118,6 +120,16 @@ def set_mobile_data(world: World, enabled: bool) -> dict[str, Any]:
 @tool("device_set_do_not_disturb", APP, "write", "Switch do-not-disturb on or off.", params(["enabled"], **_ENABLED))
 def set_do_not_disturb(world: World, enabled: bool) -> dict[str, Any]:
     return _set(world, "do_not_disturb", enabled)
+
+
+@tool("device_set_battery_saver", APP, "write", "Switch battery saver on or off.", params(["enabled"], **_ENABLED))
+def set_battery_saver(world: World, enabled: bool) -> dict[str, Any]:
+    return _set(world, "battery_saver", enabled)
+
+
+@tool("device_set_flashlight", APP, "write", "Switch the flashlight on or off.", params(["enabled"], **_ENABLED))
+def set_flashlight(world: World, enabled: bool) -> dict[str, Any]:
+    return _set(world, "flashlight", enabled)
 
 
 @tool("device_set_volume", APP, "write", "Set the volume (0-100) of one sound stream.",

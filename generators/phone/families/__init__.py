@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from generators.phone.families.base import Family, split_for_template
+from generators.phone.families.base import Family, UnknownKnobError, split_for_template
 from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.families.f02_query import QueryAggregate
 from generators.phone.families.f03_device_order import DeviceOrder
+from generators.phone.families.f04_recover import RecoverPrerequisite
+from generators.phone.families.f05_ask_or_decline import AskOrDecline
+from generators.phone.families.f06_carry_over import CarryOver
 
-FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder())}
+FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
+                                                  AskOrDecline(), CarryOver())}
 
 
 class UnknownFamilyError(KeyError):
@@ -22,4 +26,4 @@ def get_family(family_id: str) -> Family:
         raise UnknownFamilyError(f"unknown family {family_id!r}; known: {', '.join(sorted(FAMILIES))}") from None
 
 
-__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "get_family", "split_for_template"]
+__all__ = ["FAMILIES", "Family", "UnknownFamilyError", "UnknownKnobError", "get_family", "split_for_template"]

@@ -9,25 +9,38 @@ the expected state that is computed by running the reference, lives here.
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from typing import Any, Protocol
 
 from warehouse.contract import Action, Requirement, Split, TaskSpec
+from warehouse.errors import ConfigError
 from warehouse.ids import digest, task_id
 
-from generators.phone.apps import calendar, contacts, device
+from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
-from generators.phone.tools import call_tool
+from generators.phone.tools import TOOLS, call_tool
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
-GENERATOR_VERSION = "0.1"
+GENERATOR_VERSION = "0.2"
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
+TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
+WORLD_CACHE = 256  # initial worlds kept per family
+
+
+class UnknownKnobError(ConfigError):
+    """A family was asked for a knob it does not have, or at a level it does not take."""
 
 
 class Writer(Protocol):
     name: str
 
     def word(self, family_id: str, template: str, public_params: dict[str, Any]) -> str: ...
+
+
+# every task: whatever the agent claims in finish must be in what an earlier call returned
+CLAIMS_GROUNDED = Requirement(id="claims_grounded", kind="claims_grounded", hard=False, weight=0.5, noop_passes=True,
+                              description="every claim cites a call whose result holds the fact")
 
 
 def split_for_template(family_id: str, template: str) -> Split:
@@ -67,8 +80,8 @@ class Family:
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
 
     # -- hooks --------------------------------------------------------------
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
-        """(public, private) parameters for a variant."""
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
+        """(public, private) parameters for a variant, given every knob's level."""
         raise NotImplementedError
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
@@ -87,37 +100,98 @@ class Family:
         """Private facts read off the built world (e.g. an expected count). Default none."""
         return {}
 
+    # -- difficulty knobs -----------------------------------------------------
+    def knob_levels(self, difficulty: int, overrides: dict[str, int] | None = None) -> dict[str, int]:
+        """Every knob at ``difficulty``, except those ``overrides`` sets; UnknownKnobError if one is not a knob
+        of this family or its level is out of range."""
+        levels = {k: difficulty for k in self.knobs}
+        for name, level in (overrides or {}).items():
+            if name not in self.knobs:
+                raise UnknownKnobError(f"family {self.id} has no knob {name!r} (knobs: {', '.join(sorted(self.knobs))})")
+            if not isinstance(level, int) or not 1 <= level <= self.max_difficulty:
+                raise UnknownKnobError(f"knob {name!r} of {self.id} takes a level 1..{self.max_difficulty}, got {level!r}")
+            levels[name] = level
+        return levels
+
+    def level(self, task: TaskSpec, knob: str) -> int:
+        """The level (1..max_difficulty) of one knob in a task; tasks without levels use their difficulty."""
+        return int(task.private_params.get("knobs", {}).get(knob, task.difficulty))
+
     # -- the public interface ------------------------------------------------
-    def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None) -> TaskSpec:
-        """A complete, verifiable task from a seed; template and params depend on the seed only."""
+    def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None,
+                  knobs: dict[str, int] | None = None) -> TaskSpec:
+        """A complete, verifiable task from a seed; template and params depend on the seed only.
+
+        ``knobs`` sets single difficulty knobs apart from ``difficulty`` (e.g. ``{"noise": 3}``).
+        """
         writer = writer or TemplateWriter()
         difficulty = max(1, min(self.max_difficulty, int(difficulty)))
+        levels = self.knob_levels(difficulty, knobs)
         rng = random.Random(digest([self.id, "params", seed]))
         template = self.templates[rng.randrange(len(self.templates))]
-        public, private = self.sample_params(rng, template.split(".")[0], difficulty)
+        public, private = self.sample_params(rng, template.split(".")[0], levels)
+        private["knobs"] = levels
+        # a knob set apart from the difficulty builds another world, so it is another task
+        moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
         task = TaskSpec(
-            task_id=task_id(self.id, template, seed, difficulty), family=self.id, template=template, seed=seed,
+            task_id=task_id(self.id, f"{template}+{moved}" if moved else template, seed, difficulty),
+            family=self.id, template=template, seed=seed,
             difficulty=difficulty, public_params=public, private_params=private,
             instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
+            faults=private.pop("faults", []),
             capabilities=[self.capability, *self.tags], split=split_for_template(self.id, template),
             generator_version=GENERATOR_VERSION,
         )
         task.private_params.update(self.facts(task, self.build_world(task)))
         reference = self.solve(task)
+        task.tools = self.exposed_tools(task, reference)
         _, changes = self.simulate(task, reference)
-        task.requirements = self.requirements(task, changes)
+        task.requirements = [*self.requirements(task, changes), CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
         return task
 
+    def exposed_tools(self, task: TaskSpec, reference: list[Action]) -> list[str]:
+        """About TOOLS_PER_TASK tools: the ones the reference needs, the family's own list (its
+        tempting neighbours), then other tools of the same apps; shuffled so order gives nothing away."""
+        needed = [a.tool for a in reference if a.kind == "tool_call" and a.tool in TOOLS]
+        chosen = list(dict.fromkeys([*needed, *self.tools]))
+        apps = {TOOLS[t].app for t in chosen}
+        rng = random.Random(digest([task.task_id, "tools"]))
+        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen]
+        rng.shuffle(spare)
+        chosen += spare[: max(0, TOOLS_PER_TASK - len(chosen))]
+        rng.shuffle(chosen)
+        return chosen
+
     def build_world(self, task: TaskSpec) -> World:
         """The initial world, deterministic from the task's seed, difficulty and params."""
         world = World(seed=int(digest([self.id, "world", task.seed, task.difficulty], 12), 16))
-        device.install(world, task.private_params.get("device_settings"))
-        contacts.install(world)
-        calendar.install(world)
+        p = task.private_params
+        install_all(world, p.get("device_settings"), tuple(p.get("denied_permissions", ())))
+        world.faults = [dict(f) for f in task.faults]
         self.populate(world, random.Random(world.seed), task)
         return world
+
+    def initial_world(self, task: TaskSpec) -> tuple[World, dict[str, str]]:
+        """A fresh copy of the task's initial world and its table digests.
+
+        Rollouts, the gate's runs and replays of one task all start from the same world,
+        so it is built once and copied (a copy costs a tenth of a build); the cache is
+        small and per family instance.
+        """
+        cache: OrderedDict[tuple[str, str], tuple[World, dict[str, str]]] = self.__dict__.setdefault(
+            "_worlds", OrderedDict())
+        key = (task.task_id, digest(task.private_params))
+        hit = cache.get(key)
+        if hit is None:
+            world = self.build_world(task)
+            hit = cache[key] = (world, {n: world.table_digest(n) for n in world.tables})
+            if len(cache) > WORLD_CACHE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return hit[0].copy(), dict(hit[1])
 
     def reference_actions(self, task: TaskSpec) -> list[Action]:
         """The reference solution, ending with finish."""

@@ -27,9 +27,9 @@ class ContactCrud(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "contacts_create", "contacts_update",
              "contacts_delete", "contacts_sync", "calendar_list_events", "device_get_settings",
              "device_grant_permission")
-    knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3"}
+    knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3; from 2 a company to match too"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         first, last = rng.choice(seeddata.FIRST_NAMES), rng.choice(seeddata.LAST_NAMES)
         target = {"first": first, "last": last, "phone": seeddata.phone_number(rng),
                   "email": seeddata.email_for(first, last, rng), "company": rng.choice(seeddata.COMPANIES)}
@@ -41,7 +41,7 @@ class ContactCrud(Family):
                 new_phone = seeddata.phone_number(rng)
             public["new_phone"] = new_phone
         elif variant == "create_contact":
-            public.update(phone=target["phone"], company=target["company"] if difficulty >= 2 else "")
+            public.update(phone=target["phone"], company=target["company"] if levels["decoys"] >= 2 else "")
         # the scripted user knows the rest of the contact if asked
         private["user_facts"] = {"email": target["email"], "company": target["company"]}
         return public, private
@@ -53,9 +53,9 @@ class ContactCrud(Family):
                        (rng.choice([n for n in seeddata.FIRST_NAMES if n != t["first"]]), t["last"]),
                        (t["first"], rng.choice([n for n in seeddata.LAST_NAMES if n != t["last"]]))]
         rows = [] if variant == "create_contact" else [("target", t["first"], t["last"])]
-        rows += [("decoy", f, la) for f, la in decoy_names[:DECOYS[task.difficulty]]]
+        rows += [("decoy", f, la) for f, la in decoy_names[:DECOYS[self.level(task, "decoys")]]]
         taken |= {(f, la) for _, f, la in rows}
-        rows += [("noise", "", "")] * NOISE[task.difficulty]
+        rows += [("noise", "", "")] * NOISE[self.level(task, "noise")]
         rng.shuffle(rows)  # so the target's id says nothing about which row it is
         for role, f, la in rows:
             if role == "noise":

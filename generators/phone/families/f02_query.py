@@ -33,20 +33,20 @@ class QueryAggregate(Family):
              "device_get_settings")
     knobs = {"noise": "events per other day 1/2/3, contacts 10/20/35", "targets": "more matching rows"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         private: dict[str, Any] = {"variant": variant, "answer_type": ANSWER_TYPES[variant], "user_facts": {}}
         if variant == "company_count":
             company = rng.choice(seeddata.COMPANIES)
-            private["n_targets"] = rng.randint(1, 2 + 3 * difficulty)
+            private["n_targets"] = rng.randint(1, 2 + 3 * levels["targets"])
             return {"company": company}, private
         offset = rng.randint(1, 5)
         day = (DEFAULT_START + timedelta(days=offset)).weekday()
         day_arg = "tomorrow" if offset == 1 else WEEKDAYS[day]
-        private.update(day_arg=day_arg, n_targets=rng.randint(1, 2 + difficulty))
+        private.update(day_arg=day_arg, n_targets=rng.randint(1, 2 + levels["targets"]))
         return {"day_phrase": "tomorrow" if offset == 1 else f"on {WEEKDAYS[day].capitalize()}"}, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
-        p, d = task.private_params, task.difficulty
+        p, d = task.private_params, self.level(task, "noise")
         if p["variant"] == "company_count":
             company, taken = task.public_params["company"], set()
             for _ in range(p["n_targets"]):

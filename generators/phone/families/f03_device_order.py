@@ -44,9 +44,9 @@ class DeviceOrder(Family):
              "device_set_volume", "device_set_brightness", "alarms_list", "alarms_create")
     knobs = {"horizon": "changes 2/3/4"}
 
-    def sample_params(self, rng: random.Random, variant: str, difficulty: int) -> tuple[dict, dict]:
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         changes, initial = [], {}
-        for setting, spec in SCENARIOS[variant][: 1 + difficulty]:
+        for setting, spec in SCENARIOS[variant][: 1 + levels["horizon"]]:
             if isinstance(spec, tuple):
                 value = rng.randint(*spec)
                 # start far enough away that the change is visible, inside 0..100

@@ -11,9 +11,10 @@ from warehouse.contract import Action, TaskSpec
 
 from generators.phone.tools import tool_kind
 
-ID_ARGS = ("contact_id", "event_id", "alarm_id")
+ID_ARGS = ("contact_id", "event_id", "alarm_id", "message_id", "mail_id", "note_id", "todo_id")
 # the arguments that carry a task's intent, in the order a mistake is most likely
-INTENT_ARGS = ID_ARGS + ("phone", "enabled", "level", "date", "start", "time")
+INTENT_ARGS = ID_ARGS + ("phone", "enabled", "level", "date", "start", "time", "body", "text", "name", "title",
+                         "permission")
 
 
 def first_write_index(actions: list[Action]) -> int | None:
@@ -59,5 +60,20 @@ def with_wrong_argument(task: TaskSpec, actions: list[Action], rng: random.Rando
     args = out[i].arguments
     # the argument that carries the task's intent: an id, else the first value set
     name = next((k for k in INTENT_ARGS if k in args), None) or next(iter(args))
+    args[name] = wrong_value(name, args[name], task, rng)
+    return out
+
+
+def with_wrong_argument_in_last_write(task: TaskSpec, actions: list[Action], rng: random.Random,
+                                      prefer: tuple[str, ...] = ()) -> list[Action]:
+    """The actions with one intent argument of the last write made wrong.
+
+    For tasks whose first writes fix a prerequisite (or are retried after a timeout),
+    only the last write decides what lands.
+    """
+    out = [a.model_copy(deep=True) for a in actions]
+    i = max(j for j, a in enumerate(out) if a.kind == "tool_call" and tool_kind(a.tool) == "write")
+    args = out[i].arguments
+    name = next((k for k in (*prefer, *INTENT_ARGS) if k in args), None) or next(iter(args))
     args[name] = wrong_value(name, args[name], task, rng)
     return out

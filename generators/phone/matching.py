@@ -1,0 +1,51 @@
+"""How a checked value is compared with what an agent wrote: exact, normalised, fuzzy, contains."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+
+def normalise(value: Any, field: str = "") -> Any:
+    """A value as people mean it: case and spacing ignored; phone numbers as digits."""
+    if isinstance(value, str):
+        s = " ".join(value.strip().casefold().split())
+        if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
+            return re.sub(r"\D", "", s)
+        return s
+    if isinstance(value, list):
+        return [normalise(v, field) for v in value]
+    return value
+
+
+FUZZY_RATIO = 0.85  # close enough for a title or a name typed by a person, not for a number
+
+
+def same(expected: Any, actual: Any, match: str, field: str = "") -> bool:
+    """Whether ``actual`` matches ``expected`` under a match kind.
+
+    exact: equal; normalised: equal after case, spacing and phone-digit folding;
+    fuzzy: normalised strings at least FUZZY_RATIO alike; contains: the normalised
+    expected text appears inside the actual text (a code inside a message).
+    """
+    if match == "exact":
+        return expected == actual
+    a, b = normalise(expected, field), normalise(actual, field)
+    if match == "contains":
+        return isinstance(a, str) and isinstance(b, str) and a in b
+    if match == "fuzzy" and isinstance(a, str) and isinstance(b, str):
+        return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= FUZZY_RATIO
+    return a == b
+
+
+def fields_match(expected: dict[str, Any], row: dict[str, Any] | None, match: str,
+                 per_field: dict[str, str] | None = None) -> bool:
+    """Whether every expected field of a row matches (``per_field`` overrides the match kind)."""
+    per_field = per_field or {}
+    return row is not None and all(same(v, row.get(k), per_field.get(k, match), k) for k, v in expected.items())
+
+
+def args_match(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    """Whether a call's arguments include every expected argument (normalised)."""
+    return all(same(v, actual.get(k), "normalised", k) for k, v in expected.items())
