@@ -134,23 +134,67 @@ def export(
     round_ids: Annotated[
         str | None, typer.Option("--round", help="Comma-separated round ids (default: every round).")
     ] = None,
+    release: Annotated[
+        str | None,
+        typer.Option("--release", help="Export exactly an approved release (its id, e.g. rel-0001, or 'latest')."),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Export approved episodes as OpenAI chat fine-tuning JSONL with a manifest."""
-    from flows.export_cmd import export_openai_chat
+    from flows.export_cmd import export_openai_chat, export_release
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
-    result, manifest = export_openai_chat(
-        Store(settings.data_dir, settings.state_url), out_dir, include_verified=verified, round_ids=rounds
-    )
+    store = Store(settings.data_dir, settings.state_url)
+    if release is not None:
+        if verified or rounds:
+            raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
+        result, manifest = export_release(store, out_dir, release)
+    else:
+        result, manifest = export_openai_chat(store, out_dir, include_verified=verified, round_ids=rounds)
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     out.print(f"Exported {result.rows} episodes to {result.data_path}")
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}")
+
+
+reviewer_app = typer.Typer(help="Reviewer accounts of the review app.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(reviewer_app, name="reviewer")
+
+
+@reviewer_app.command("add")
+def reviewer_add(
+    name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
+    role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
+    ] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Create a reviewer account (the password is stored as a salted scrypt hash)."""
+    from flows.reviewer_cmd import add_reviewer_account
+
+    settings = _settings(config, data_dir, state_url)
+    user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    out.print(f"Added {user.role} {user.name}")
+
+
+@reviewer_app.command("list")
+def reviewer_list(
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """List reviewer accounts and their roles."""
+    from flows.reviewer_cmd import reviewer_rows
+
+    for row in reviewer_rows(_settings(config, data_dir, state_url)):
+        out.print(f"{row['name']}\t{row['role']}\t{'active' if row['active'] else 'inactive'}", highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,12 +20,22 @@ from warehouse.store import Store
 
 
 def export_openai_chat(
-    store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None
+    store: Store,
+    out_dir: Path,
+    *,
+    include_verified: bool,
+    round_ids: list[str] | None = None,
+    decisions: dict[str, Any] | None = None,
+    release: dict[str, Any] | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
-    """Write approved (and with ``include_verified``, verified unreviewed) episodes."""
+    """Write approved (and with ``include_verified``, verified unreviewed) episodes.
+
+    ``decisions`` (episode id -> object with ``decision`` and ``reviewer``) replaces the
+    latest decision per episode, as a release does; ``release`` goes into the manifest."""
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
-        decisions = state.latest_decisions(session=s)
+        if decisions is None:
+            decisions = state.latest_decisions(session=s)
     rounds = round_ids or known
     unknown = sorted(set(rounds) - set(known))
     if unknown:
@@ -47,9 +57,8 @@ def export_openai_chat(
             for ep in iter_records(con, "episodes"):
                 seen["in"] += 1
                 review = decisions.get(ep.episode_id)
-                why = exclusion_reason(
-                    marks.get(ep.episode_id, {}), review.decision if review else None, include_verified=include_verified
-                )
+                decision = review.decision if review else None
+                why = exclusion_reason(marks.get(ep.episode_id, {}), decision, include_verified=include_verified)
                 if why:
                     excluded[why] += 1
                     continue
@@ -63,8 +72,8 @@ def export_openai_chat(
                 lineage["policies"].add(ep.policy)
                 lineage["seeds"].add(task.seed)
                 lineage["families"].add(ep.family)
-                if review:
-                    lineage["reviewers"].add(review.reviewer)
+                if review and review.reviewer:
+                    lineage["reviewers"].update(review.reviewer.split(","))
                 yield record
 
     started = datetime.now(UTC).isoformat()
@@ -78,7 +87,25 @@ def export_openai_chat(
             "episodes_in": seen["in"],
             "excluded": dict(excluded),
             "lineage": {k: sorted(v) for k, v in lineage.items()},
+            **({"release": release} if release else {}),
         }
 
     result = write_jsonl_export(out_dir, "openai-chat", rows(), manifest)
     return result, manifest()
+
+
+def export_release(store: Store, out_dir: Path, release_id: str) -> tuple[ExportResult, dict[str, Any]]:
+    """Export exactly the episodes of an approved release (or refuse, in one line)."""
+    from review_app.release import get_approved_release, release_decisions, release_episode_ids
+
+    rel = get_approved_release(store, release_id)
+    if release_episode_ids(store, rel) is None:
+        raise InputError(f"release {rel.id} no longer matches the decisions it was approved on; approve a new release")
+    info = {
+        "id": rel.id, "dataset_version": rel.dataset_version, "approved_by": rel.approved_by,
+        "approved_at": rel.approved_at.isoformat(), "episodes": rel.episodes, "sampling_plan": rel.sampling_plan,
+    }
+    return export_openai_chat(
+        store, out_dir, include_verified=False, round_ids=list(rel.round_ids),
+        decisions=release_decisions(store, rel), release=info,
+    )

@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
     review_port: int = 8501
+    review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
+    review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
 
     @classmethod
     def settings_customise_sources(
