@@ -168,21 +168,21 @@ def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
         fe = ss.get("d_first_error")
         c = st.columns([2, 1])
         c[0].caption(f"First wrong step: **{fe}**" if fe is not None else "First wrong step: none marked")
-        if c[1].button("e: mark step", key="kb_mark_error", help="mark the current step as the first wrong one"):
+        if c[1].button("Mark step · e", key="kb_mark_error", help="mark the current step as the first wrong one"):
             ss["d_first_error"] = None if fe == ss["step"] else ss["step"]
             _save_draft(ctx, view)
             st.rerun()
-        b = st.columns(4)
-        if b[0].button("a: approve", key="kb_approve", type="primary"):
+        b = st.columns(2)
+        if b[0].button("Approve · a", key="kb_approve", type="primary", width="stretch"):
             _decide(ctx, view, "approve")
             st.rerun()
-        if b[1].button("r: reject", key="kb_reject"):
+        if b[1].button("Reject · r", key="kb_reject", width="stretch"):
             _decide(ctx, view, "reject")
             st.rerun()
-        if b[2].button("f: needs fix", key="kb_fix"):
+        if b[0].button("Needs fix · f", key="kb_fix", width="stretch"):
             _decide(ctx, view, "needs_fix")
             st.rerun()
-        if b[3].button("n: next", key="kb_next"):
+        if b[1].button("Next episode · n", key="kb_next", width="stretch"):
             next_episode(view.episode.episode_id)
         mine = decisions.reviewer_history(ctx.store, ctx.user.name, view.episode.episode_id)
         if mine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app import queue
+from review_app import keys, queue
 from review_app.views import Ctx
 from warehouse import state
 
@@ -56,6 +56,7 @@ def render(ctx: Ctx, open_episode) -> None:
         open_episode(page.rows[0]["episode_id"], page.rows[0]["round_id"])
     top[1].number_input("Page", min_value=1, max_value=pages, key="q_page", label_visibility="collapsed")
     top[2].caption(f"page {min(page_no, pages)} of {pages} · routed to people first, then failures, then the sample")
+    st.html(keys.script_tag({"n": "kb_next"}), unsafe_allow_javascript=True)
     if not page.rows:
         st.info("Nothing to review under these filters.")
         return
