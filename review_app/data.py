@@ -7,6 +7,8 @@ queue can join, filter, sort and paginate in one DuckDB query.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import duckdb
@@ -15,8 +17,13 @@ from sqlmodel import select
 
 from review_app.agreement import overlap_sql
 from warehouse import review_tables as rt
-from warehouse import state
+from warehouse import query, state
+from warehouse.schemas import TABLES
 from warehouse.store import Store
+
+_BASES: OrderedDict[tuple, duckdb.DuckDBPyConnection] = OrderedDict()
+_BASES_LOCK = threading.Lock()
+_MAX_BASES = 8
 
 _REVIEW_SCHEMA = pa.schema(
     [("episode_id", pa.string()), ("reviewer", pa.string()), ("decision", pa.string()), ("rid", pa.int64())]
@@ -34,7 +41,7 @@ def review_connection(store: Store, round_ids: list[str] | None, overlap: Overla
     """Warehouse views, and ``votes`` (latest decision per episode and reviewer),
     ``adjudicated`` (latest lead decision per episode) and ``status`` (one row per
     reviewed episode: reviewers, decision that counts, status; see review_app.agreement)."""
-    con = store.duck(round_ids)
+    con = warehouse_cursor(store, round_ids)
     with store.session() as s:
         rstmt = select(state.Review.episode_id, state.Review.reviewer, state.Review.decision, state.Review.id)
         astmt = select(rt.Adjudication.episode_id, rt.Adjudication.decision, rt.Adjudication.id)
@@ -73,3 +80,29 @@ def review_connection(store: Store, round_ids: list[str] | None, overlap: Overla
         """
     )
     return con
+
+
+def warehouse_cursor(store: Store, round_ids: list[str] | None) -> duckdb.DuckDBPyConnection:
+    """A cursor with the warehouse views over the recorded shards of ``round_ids``.
+
+    Binding views reads every shard's footer; with many shards that is most of a page
+    render, so the bound connection is kept per set of shard files (a new shard makes a
+    new key) and each render gets its own cursor (DuckDB cursors are one per thread;
+    temporary views registered on one are invisible to the others)."""
+    with store.session() as s:
+        paths = {t: state.shard_paths(session=s, table_name=t, round_ids=round_ids) for t in TABLES}
+    key = (str(store.data_dir), store.state_url, tuple((t, tuple(p)) for t, p in sorted(paths.items())))
+    with _BASES_LOCK:
+        base = _BASES.get(key)
+        if base is None:
+            base = query.connect(store.data_dir, paths)
+            for table, files in paths.items():
+                if not files:  # an empty table is a registered Arrow object, which cursors cannot see
+                    base.execute(f"DROP VIEW {table}")
+                    base.execute(f"CREATE TABLE {table} AS SELECT * FROM _{table}_empty")
+            _BASES[key] = base
+            while len(_BASES) > _MAX_BASES:
+                _BASES.popitem(last=False)  # not closed: a render may still use a cursor of it
+        else:
+            _BASES.move_to_end(key)
+        return base.cursor()

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from review_app.data import warehouse_cursor
 from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
 from warehouse.errors import InputError
 from warehouse.query import iter_records
@@ -31,7 +32,7 @@ class EpisodeView:
 
 def load_episode(store: Store, episode_id: str, round_id: str | None = None) -> EpisodeView:
     """The episode with its task, steps, outcome and curation marks; InputError if unknown."""
-    con = store.duck([round_id] if round_id else None)
+    con = warehouse_cursor(store, [round_id] if round_id else None)
     eps = list(iter_records(con, "episodes", "episode_id = ?", [episode_id]))
     if not eps:
         raise InputError(f"no episode {episode_id!r}" + (f" in round {round_id}" if round_id else ""))

@@ -12,19 +12,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app.accounts import User
-from review_app.data import Overlap, review_connection
+from review_app.data import Overlap, review_connection, warehouse_cursor
 from warehouse.store import Store
 
 ROUTED = "\"check\" = 'route' AND NOT passed"  # curation asks for human eyes
 
 # reviewer status filter -> SQL condition over q (the joined queue row)
+_MINE = "coalesce(list_contains(s.reviewers, ?), false)"  # the only parameter of a status filter
 STATUS_FILTERS: dict[str, str] = {
-    "to review": "coalesce(q.status, 'unreviewed') IN ('unreviewed', 'partial') AND NOT q.mine",
-    "unreviewed": "q.status IS NULL",
-    "reviewed by me": "q.mine",
-    "partial": "q.status = 'partial'",
-    "disputed": "q.status = 'disputed'",
-    "decided": "q.status IN ('decided', 'adjudicated')",
+    "to review": f"coalesce(s.status, 'unreviewed') IN ('unreviewed', 'partial') AND NOT {_MINE}",
+    "unreviewed": "s.status IS NULL",
+    "reviewed by me": _MINE,
+    "partial": "s.status = 'partial'",
+    "disputed": "s.status = 'disputed'",
+    "decided": "s.status IN ('decided', 'adjudicated')",
     "any": "TRUE",
 }
 
@@ -48,12 +49,6 @@ class QueuePage:
     offset: int
 
 
-_COLUMNS = [
-    "episode_id", "round_id", "family", "instruction", "success", "progress", "steps",
-    "routed", "marks", "status", "final", "reviewers", "total",
-]
-
-
 def queue_page(
     store: Store, user: User, flt: QueueFilter, *, limit: int = 25, offset: int = 0, overlap: Overlap | None = None
 ) -> QueuePage:
@@ -62,51 +57,52 @@ def queue_page(
         raise ValueError(f"unknown status filter {flt.status!r}")
     con = review_connection(store, flt.round_ids or None, overlap or Overlap())
     where = [STATUS_FILTERS[flt.status]]
-    params: list[Any] = [user.name]
+    params: list[Any] = [user.name] if "?" in STATUS_FILTERS[flt.status] else []
     if flt.families:
-        where.append("q.family IN (SELECT unnest(?::VARCHAR[]))")
+        where.append("e.family IN (SELECT unnest(?::VARCHAR[]))")
         params.append(flt.families)
     if flt.success is not None:
-        where.append("q.success = ?")
+        where.append("o.success = ?")
         params.append(flt.success)
+    joins = ""
     if flt.capabilities:
-        where.append("len(list_intersect(q.capabilities, ?::VARCHAR[])) > 0")
+        joins = "LEFT JOIN tasks t USING (task_id)"
+        where.append("len(list_intersect(t.capabilities, ?::VARCHAR[])) > 0")
         params.append(flt.capabilities)
     if flt.marks:
-        where.append("len(list_intersect(q.all_marks, ?::VARCHAR[])) > 0")
+        where.append("e.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
         params.append(flt.marks)
+    # Only narrow columns go through the sort; the page's text and marks are fetched after.
     sql = f"""
-        WITH m AS (
-            SELECT episode_id,
-                   bool_or({ROUTED}) AS routed,
-                   list(mark ORDER BY "check") FILTER (WHERE NOT passed) AS failing,
-                   list(DISTINCT mark) AS all_marks
-            FROM marks GROUP BY episode_id
-        ),
-        q AS (
-            SELECT e.episode_id, e.round_id, e.family, e.instruction, o.success, o.progress, o.steps,
-                   coalesce(m.routed, false) AS routed, coalesce(m.failing, []) AS marks,
-                   coalesce(m.all_marks, []) AS all_marks, coalesce(t.capabilities, []) AS capabilities,
-                   s.status, s.final, coalesce(s.reviewers, []) AS reviewers,
-                   coalesce(list_contains(s.reviewers, ?), false) AS mine
-            FROM episodes e
-            JOIN outcomes o USING (episode_id)
-            LEFT JOIN tasks t USING (task_id)
-            LEFT JOIN m USING (episode_id)
-            LEFT JOIN status s USING (episode_id)
-        )
-        SELECT episode_id, round_id, family, instruction, success, progress, steps, routed, marks,
-               coalesce(status, 'unreviewed'), final, reviewers, count(*) OVER () AS total
-        FROM q
+        WITH routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})
+        SELECT e.episode_id, e.round_id, e.family, o.success, o.progress, o.steps,
+               coalesce(r.routed, false) AS routed,
+               coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
+               count(*) OVER () AS total
+        FROM episodes e
+        JOIN outcomes o USING (episode_id)
+        LEFT JOIN routed r USING (episode_id)
+        LEFT JOIN status s USING (episode_id)
+        {joins}
         WHERE {' AND '.join(where)}
-        ORDER BY CASE WHEN routed THEN 0 WHEN NOT success THEN 1 ELSE 2 END, episode_id
+        ORDER BY CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END, e.episode_id
         LIMIT ? OFFSET ?
     """
-    rows = con.execute(sql, [*params, limit, offset]).fetchall()
-    out = [dict(zip(_COLUMNS, r, strict=True)) for r in rows]
-    total = out[0].pop("total") if out else _count_beyond(con, sql, params, offset)
+    cols = ["episode_id", "round_id", "family", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
+    out = [dict(zip(cols, r, strict=True)) for r in con.execute(sql, [*params, limit, offset]).fetchall()]
+    total = out[0]["total"] if out else _count_beyond(con, sql, params, offset)
+    ids = [r["episode_id"] for r in out]
+    text = dict(con.execute("SELECT episode_id, instruction FROM episodes WHERE episode_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall())
+    marks: dict[str, list[str]] = {}
+    for eid, mark in con.execute(
+        'SELECT episode_id, mark FROM marks WHERE NOT passed AND episode_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY "check"',
+        [ids],
+    ).fetchall():
+        marks.setdefault(eid, []).append(mark)
     for r in out:
-        r.pop("total", None)
+        del r["total"]
+        r["instruction"] = text.get(r["episode_id"], "")
+        r["marks"] = marks.get(r["episode_id"], [])
     return QueuePage(out, total, offset)
 
 
@@ -129,7 +125,7 @@ def next_episode(store: Store, user: User, flt: QueueFilter, after: str | None, 
 
 def filter_options(store: Store, round_ids: list[str] | None) -> dict[str, list[str]]:
     """Values the filters can take in these rounds: families, capabilities, marks."""
-    con = store.duck(round_ids or None)
+    con = warehouse_cursor(store, round_ids or None)
     fams = [r[0] for r in con.execute("SELECT DISTINCT family FROM episodes ORDER BY 1").fetchall()]
     caps = [r[0] for r in con.execute("SELECT DISTINCT unnest(capabilities) FROM tasks ORDER BY 1").fetchall()]
     marks = [r[0] for r in con.execute("SELECT DISTINCT mark FROM marks ORDER BY 1").fetchall()]
