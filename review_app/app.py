@@ -70,6 +70,9 @@ def main() -> None:
         if st.session_state["nav"] == "Episode":
             st.session_state["nav"] = "Queue"
     page = sb.radio("Page", pages, key="nav")
+    if page != "Episode":
+        # Streamlit forgets the decision widgets off their page; reload them from the draft on return.
+        st.session_state.pop("loaded_for", None)
 
     def next_episode(after: str | None) -> None:
         eid = queue.next_episode(store, user, queue_view.current_filter(ctx), after, ctx.overlap)

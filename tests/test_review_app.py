@@ -126,9 +126,13 @@ def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draf
     again.session_state["nav_to"] = "Episode"
     again.run()
     assert again.session_state["d_first_error"] == 1 and again.session_state["step"] == 1
+    again.selectbox(key="d_reason").select("loop_or_waste").run()
+    again.sidebar.radio(key="nav").set_value("Queue").run()
+    again.sidebar.radio(key="nav").set_value("Episode").run()
+    assert again.selectbox(key="d_reason").value == "loop_or_waste"  # reloaded from the draft after leaving the page
     again.button(key="kb_fix").click().run()
     [r] = _reviews(store)
-    assert (r.decision, r.first_wrong_step) == ("needs_fix", 1)
+    assert (r.decision, r.first_wrong_step, r.reason) == ("needs_fix", 1, "loop_or_waste")
     with store.session() as s:
         assert rt.get_draft(session=s, episode_id=long_ep, reviewer="ann") is None
 

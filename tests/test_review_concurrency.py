@@ -17,8 +17,8 @@ from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.store import Store
 
-N_TASKS = 24
-WRITER_SHARDS = 6
+N_TASKS = 12
+WRITER_SHARDS = 4
 
 
 def _reviewer(data_dir, state_url, name, episode_ids, verdict, barrier, results) -> None:
