@@ -1,6 +1,8 @@
 """The phone screen of a step, if the phone can draw one.
 
-The renderer lives in ``generators.phone.screens`` (``render_step_svg``); until it
+The renderer lives in ``generators.phone.screens`` (``render_step_svg``, or
+``render_step``); it is looked up when a step is shown and called with whichever of
+``step``, ``instruction``, ``task``, ``steps`` and ``index`` it names. Until the module
 exists, or if it cannot draw a step, the episode view shows the step without a screen.
 """
 
@@ -12,13 +14,19 @@ from collections.abc import Callable
 
 from warehouse.contract import Step, TaskSpec
 
+_NAMES = ("render_step_svg", "render_step")
+
 
 def _renderer() -> Callable | None:
     try:
         module = importlib.import_module("generators.phone.screens")
     except ImportError:
         return None
-    return getattr(module, "render_step_svg", None)
+    for name in _NAMES:
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return fn
+    return None
 
 
 def screens_available() -> bool:
@@ -30,14 +38,21 @@ def step_screen(task: TaskSpec | None, steps: list[Step], index: int) -> tuple[s
     render = _renderer()
     if render is None:
         return None, "phone screens are not available in this install"
-    if task is None:
-        return None, "the task of this episode is missing"
+    offer = {
+        "step": steps[index],
+        "instruction": task.instruction if task else "",
+        "task": task,
+        "steps": steps,
+        "index": index,
+    }
     params = inspect.signature(render).parameters
-    kwargs = {"task": task, "steps": steps, "index": index}
+    required = [n for n, p in params.items() if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if any(n not in offer for n in required):
+        return None, f"the screen renderer wants {', '.join(n for n in required if n not in offer)}"
     try:
-        svg = render(**{k: v for k, v in kwargs.items() if k in params}) if set(params) & set(kwargs) else render(
-            task, steps, index
-        )
+        svg = render(**{n: v for n, v in offer.items() if n in params})
     except Exception as exc:  # a drawing problem must not take the review page down  # noqa: BLE001
         return None, f"screen could not be drawn: {type(exc).__name__}: {exc}"
-    return (svg, "") if isinstance(svg, str) and svg.lstrip().startswith("<") else (None, "no screen for this step")
+    if isinstance(svg, str) and svg.lstrip().startswith("<"):
+        return svg, ""
+    return None, "no screen for this step"
