@@ -14,7 +14,7 @@ def render(ctx: Ctx, open_episode) -> None:
     st.subheader("Adjudication")
     rows = dashboard.disputed(ctx.store, None, ctx.overlap)
     if st.session_state.get("flash"):
-        st.success(st.session_state.pop("flash"), icon="✅")
+        st.success(st.session_state.pop("flash"), icon=":material/check_circle:")
     if not rows:
         st.info("No disagreements waiting.")
         return

@@ -75,12 +75,12 @@ def render(ctx: Ctx, next_episode) -> None:
     ss["step"] = max(0, min(ss.get("step", 0), n - 1)) if n else 0
 
     if ss.get("flash"):
-        st.success(ss.pop("flash"), icon="✅")
+        st.success(ss.pop("flash"), icon=":material/check_circle:")
     if ss.get("flash_error"):
         st.error(ss.pop("flash_error"))
 
     ep, out = view.episode, view.outcome
-    verdict = "verified ✅" if out and out.success else "not verified ❌"
+    verdict = ":green[verified]" if out and out.success else ":red[not verified]"
     st.subheader(f"{ep.family} · {verdict}")
     st.markdown(f"> {ep.instruction}")
     st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")
@@ -108,7 +108,7 @@ def _timeline(view: EpisodeView, n: int) -> None:
     for r in rows:
         r["▶"] = "▶" if r["step"] == ss["step"] else ""
         if ss.get("d_first_error") == r["step"]:
-            r["▶"] += " ✖ first error"
+            r["▶"] += " first error"
 
     def style(row):
         bad = (not row["ok"]) or row["minefields"] or row["label"] in ("harmful", "invalid_call", "recoverable_error")
@@ -207,7 +207,7 @@ def _outcome(view: EpisodeView) -> None:
         st.dataframe(requirement_rows(view), hide_index=True, width="stretch")
     with st.expander("Curation marks", expanded=True):
         for m in view.marks:
-            icon = "✅" if m.passed else "⚠️"
-            st.markdown(f"{icon} **{m.check}**: {m.mark}" + (f" — {m.reason}" if m.reason else ""))
+            icon = ":green[passed]" if m.passed else ":orange[flagged]"
+            st.markdown(f"{icon} · **{m.check}**: {m.mark}" + (f" — {m.reason}" if m.reason else ""))
         if not view.marks:
             st.caption("not curated yet")

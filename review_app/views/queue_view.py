@@ -62,10 +62,10 @@ def render(ctx: Ctx, open_episode) -> None:
         return
     for row in page.rows:
         c = st.columns([0.6, 5, 1.2, 1.6])
-        flag = "🧭" if row["routed"] else ("❌" if not row["success"] else "✅")
-        if c[0].button(flag, key=f"open-{row['episode_id']}", help="Open this episode"):
+        if c[0].button("Open", key=f"open-{row['episode_id']}", help="Open this episode"):
             open_episode(row["episode_id"], row["round_id"])
-        c[1].markdown(f"**{row['family']}** · {row['instruction'][:140]}")
+        tag = ":violet[routed]" if row["routed"] else (":red[failed]" if not row["success"] else ":green[verified]")
+        c[1].markdown(f"{tag} · **{row['family']}** · {row['instruction'][:140]}")
         c[2].caption(f"{row['steps']} steps · progress {row['progress']:.2f}")
         who = ", ".join(row["reviewers"]) or "nobody yet"
         marks = ", ".join(row["marks"])

@@ -16,7 +16,7 @@ from warehouse import state
 def render(ctx: Ctx) -> None:
     st.subheader("Release")
     if st.session_state.get("flash"):
-        st.success(st.session_state.pop("flash"), icon="✅")
+        st.success(st.session_state.pop("flash"), icon=":material/check_circle:")
     rounds = round_ids(ctx)
     if not rounds:
         st.info("No rounds yet.")
