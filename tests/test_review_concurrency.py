@@ -113,3 +113,25 @@ def test_three_reviewers_and_a_writing_flow_at_once(tmp_path, state_url):
     # The flow's round is complete and readable next to the reviews.
     con = store.duck(["r0002"])
     assert con.execute("SELECT count(*) FROM episodes").fetchone()[0] == WRITER_SHARDS * 4
+
+
+def _open_store(data_dir, results) -> None:
+    try:
+        Store(data_dir)
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001  (reported to the test)
+        results.put(str(exc))
+
+
+def test_processes_opening_a_new_state_database_at_once_all_succeed(tmp_path):
+    ctx = mp.get_context("fork")  # fast starts, so the openings really overlap
+    failures = []
+    for i in range(10):
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_open_store, args=(tmp_path / f"d{i}", results)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        failures += [m for m in (results.get(timeout=5) for _ in procs) if m != "ok"]
+    assert failures == []
