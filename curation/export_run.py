@@ -186,8 +186,10 @@ def run_export(
     decisions: Mapping[str, Decision],
     include_verified: bool,
     scrubber: Scrubber | None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
-    """Write one export of ``rounds`` in ``fmt``; returns the result and the manifest."""
+    """Write one export of ``rounds`` in ``fmt``; returns the result and the manifest
+    (``extra`` is added to the manifest, e.g. the release it exports)."""
     name, kind, unit = FORMATS[fmt]
     tally = Tally()
     started = datetime.now(UTC).isoformat()
@@ -219,5 +221,6 @@ def run_export(
         }
         if fmt == "dpo":
             manifest["pair_kinds"] = dict(tally.pair_kinds)
+        manifest.update(extra or {})
         result = writer.finish(manifest)
     return result, {**manifest, "files": result.files}

@@ -177,20 +177,33 @@ def export(
     scrub: Annotated[
         bool, typer.Option("--scrub/--no-scrub", help="Replace PII in free text with placeholders (default: on).")
     ] = True,
+    release: Annotated[
+        str | None,
+        typer.Option("--release", help="Export exactly an approved release (its id, e.g. rel-0001, or 'latest')."),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Export curated episodes (one file per split) with a manifest of what, why and from where."""
     from flows.export_cmd import export as run
+    from flows.export_cmd import export_release
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
-    result, manifest = run(
-        Store(settings.data_dir, settings.state_url), out_dir, fmt=fmt.strip().lower(), include_verified=verified,
-        round_ids=rounds, scrub=scrub, settings=settings,
-    )
+    store = Store(settings.data_dir, settings.state_url)
+    if release is not None:
+        if verified or rounds:
+            raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
+        result, manifest = export_release(
+            store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings
+        )
+    else:
+        result, manifest = run(
+            store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
+            round_ids=rounds, scrub=scrub, settings=settings,
+        )
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
@@ -292,6 +305,42 @@ def import_(
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
     out.print(f"Imported {summary.imported} episodes from {file} ({summary.already} already there, "
               f"{len(summary.skipped)} malformed skipped)", markup=False, highlight=False)
+
+reviewer_app = typer.Typer(help="Reviewer accounts of the review app.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(reviewer_app, name="reviewer")
+
+
+@reviewer_app.command("add")
+def reviewer_add(
+    name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
+    role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
+    ] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Create a reviewer account (the password is stored as a salted scrypt hash)."""
+    from flows.reviewer_cmd import add_reviewer_account
+
+    settings = _settings(config, data_dir, state_url)
+    user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    out.print(f"Added {user.role} {user.name}")
+
+
+@reviewer_app.command("list")
+def reviewer_list(
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """List reviewer accounts and their roles."""
+    from flows.reviewer_cmd import reviewer_rows
+
+    for row in reviewer_rows(_settings(config, data_dir, state_url)):
+        out.print(f"{row['name']}\t{row['role']}\t{'active' if row['active'] else 'inactive'}", highlight=False)
+
 
 from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)
 

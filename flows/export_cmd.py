@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,19 @@ def export(
     round_ids: list[str] | None = None,
     scrub: bool = True,
     settings: Settings | None = None,
+    decisions: Mapping[str, Any] | None = None,
+    release: dict[str, Any] | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
-    """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``."""
+    """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``.
+
+    ``decisions`` (episode id -> object with ``decision`` and ``reviewer``) replaces the
+    latest decision per episode, as a release does; ``release`` goes into the manifest."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
-        decisions = state.latest_decisions(session=s)
+        if decisions is None:
+            decisions = state.latest_decisions(session=s)
     rounds = round_ids or known
     unknown = sorted(set(rounds) - set(known))
     if unknown:
@@ -39,10 +46,32 @@ def export(
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} exists and is not a directory")
     con = store.duck(rounds)
-    return run_export(con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified,
-                      scrubber=scrubber)
+    return run_export(
+        con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
+        extra={"release": release} if release else None,
+    )
 
 
 def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None):
     """The OpenAI chat export (kept for callers of the first version)."""
     return export(store, out_dir, fmt="openai", include_verified=include_verified, round_ids=round_ids)
+
+
+def export_release(
+    store: Store, out_dir: Path, release_id: str, *, fmt: str = "openai", scrub: bool = True,
+    settings: Settings | None = None,
+) -> tuple[ExportResult, dict[str, Any]]:
+    """Export exactly the episodes of an approved release (or refuse, in one line)."""
+    from review_app.release import get_approved_release, release_decisions, release_episode_ids
+
+    rel = get_approved_release(store, release_id)
+    if release_episode_ids(store, rel) is None:
+        raise InputError(f"release {rel.id} no longer matches the decisions it was approved on; approve a new release")
+    info = {
+        "id": rel.id, "dataset_version": rel.dataset_version, "approved_by": rel.approved_by,
+        "approved_at": rel.approved_at.isoformat(), "episodes": rel.episodes, "sampling_plan": rel.sampling_plan,
+    }
+    return export(
+        store, out_dir, fmt=fmt, include_verified=False, round_ids=list(rel.round_ids), scrub=scrub,
+        settings=settings, decisions=release_decisions(store, rel), release=info,
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 import review_app
+from warehouse import review_tables
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -30,7 +31,10 @@ def streamlit_command(settings: Settings, port: int) -> list[str]:
 
 def launch_review_app(settings: Settings, port: int, console: Console) -> int:
     """Run the review app until interrupted; return its exit code."""
-    Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
+    store = Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
+    with store.session() as s:
+        if not review_tables.list_reviewers(session=s):
+            console.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
     console.print(f"Review app: http://localhost:{port}  (Ctrl+C to stop)")
     proc = subprocess.Popen(streamlit_command(settings, port), stdout=subprocess.DEVNULL)
     try:

@@ -1,4 +1,4 @@
-"""The review page: a thin Streamlit view over review_app.logic.
+"""The review app: a thin Streamlit shell over review_app's logic modules.
 
 Run through ``flywheel review`` (which passes the data directory and state URL).
 """
@@ -10,12 +10,14 @@ import sys
 
 import streamlit as st
 
-from review_app import logic
+from review_app import queue
+from review_app.data import Overlap
+from review_app.views import Ctx, adjudication_view, dashboard_view, episode_view, queue_view, release_view, signin
 from warehouse.errors import FlywheelError
 from warehouse.settings import load_settings
 from warehouse.store import Store
 
-PAGE_SIZE = 25
+PAGES = {"Queue": "reviewer", "Episode": "reviewer", "Dashboard": "reviewer", "Adjudication": "lead", "Release": "lead"}
 
 
 def _args() -> argparse.Namespace:
@@ -31,6 +33,14 @@ def _store(data_dir: str, state_url: str | None) -> Store:
     return Store(data_dir, state_url)
 
 
+def _open_episode(episode_id: str, round_id: str | None) -> None:
+    st.session_state["episode_id"] = episode_id
+    st.session_state["episode_round"] = round_id
+    # The page radio already exists in this run; switch pages on the next one.
+    st.session_state["nav_to"] = "Episode"
+    st.rerun()
+
+
 def main() -> None:
     st.set_page_config(page_title="agent-flywheel review", layout="wide")
     args = _args()
@@ -40,40 +50,52 @@ def main() -> None:
     except FlywheelError as exc:
         st.error(str(exc))
         return
-    st.title("Trajectory review")
-    reviewer = st.sidebar.text_input("Reviewer", key="reviewer")
-    rounds = logic.round_ids(store)
-    if not rounds:
-        st.info("No rounds yet. Run `flywheel run` first.")
+    user = st.session_state.get("user")
+    if user is None:
+        signin.render(store)
         return
-    round_id = st.sidebar.selectbox("Round", rounds, key="round")
-    total = logic.episode_count(store, round_id)
-    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
-    page = st.sidebar.number_input("Page", min_value=1, max_value=pages, value=1, key="page")
-    st.caption(f"{total} episodes in {round_id}")
-    for row in logic.episode_rows(store, round_id, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE):
-        _episode(store, round_id, row, reviewer)
+    ctx = Ctx(store, user, Overlap(settings.review_overlap, settings.review_overlap_reviewers))
+    sb = st.sidebar
+    sb.markdown(f"Signed in as **{user.name}** ({user.role})")
+    if sb.button("Sign out", key="signout"):
+        st.session_state.clear()
+        st.rerun()
+    pages = [p for p, role in PAGES.items() if role == "reviewer" or user.is_lead]
+    if "nav_to" in st.session_state:
+        st.session_state["nav"] = st.session_state.pop("nav_to")
+    if st.session_state.get("nav") not in pages:
+        st.session_state["nav"] = "Queue"
+    if "episode_id" not in st.session_state:
+        pages = [p for p in pages if p != "Episode"]
+        if st.session_state["nav"] == "Episode":
+            st.session_state["nav"] = "Queue"
+    page = sb.radio("Page", pages, key="nav")
+    if page != "Episode":
+        # Streamlit forgets the decision widgets off their page; reload them from the draft on return.
+        st.session_state.pop("loaded_for", None)
 
+    def next_episode(after: str | None) -> None:
+        eid = queue.next_episode(store, user, queue_view.current_filter(ctx), after, ctx.overlap)
+        if eid is None:
+            st.session_state["flash"] = "The queue is empty under these filters."
+            st.session_state["nav_to"] = "Queue"
+            st.rerun()
+        _open_episode(eid, None)
 
-def _episode(store: Store, round_id: str, row: dict, reviewer: str) -> None:
-    eid = row["episode_id"]
-    verdict = "✅ verified" if row["success"] else "❌ not verified"
-    decided = f" · {row['decision']} by {row['reviewer']}" if row["decision"] else ""
-    with st.expander(f"{row['family']} · {verdict} · {row['instruction'][:90]}{decided}"):
-        st.write(row["instruction"])
-        st.caption(f"{eid} · progress {row['progress']:.2f} · {row['steps']} steps · marks: {', '.join(row['marks'])}")
-        st.dataframe(logic.episode_steps(store, round_id, eid), hide_index=True, use_container_width=True)
-        cols = st.columns(3)
-        for col, decision in zip(cols, logic.DECISIONS, strict=True):
-            if col.button(decision.replace("_", " "), key=f"{decision}-{eid}"):
-                try:
-                    logic.record_decision(
-                        store, round_id=round_id, episode_id=eid, reviewer=reviewer, decision=decision
-                    )
-                    st.toast(f"{decision} saved for {eid}")
-                    st.rerun()
-                except FlywheelError as exc:
-                    st.error(str(exc))
+    try:
+        if page == "Queue":
+            queue_view.render(ctx, _open_episode)
+        elif page == "Episode":
+            queue_view.sidebar_filters(ctx)
+            episode_view.render(ctx, next_episode)
+        elif page == "Dashboard":
+            dashboard_view.render(ctx)
+        elif page == "Adjudication":
+            adjudication_view.render(ctx, _open_episode)
+        elif page == "Release":
+            release_view.render(ctx)
+    except FlywheelError as exc:
+        st.error(str(exc))
 
 
 main()

@@ -1,87 +1,198 @@
-"""The minimal review page: lists a round's episodes and records decisions (AppTest)."""
+"""The review app through Streamlit's AppTest: sign-in, queue, decisions, first error,
+drafts, adjudication and the release gate, on a real round in a real state database."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-from generators.collect import run_episode
-from generators.phone.families import FAMILIES
-from generators.policies import ScriptedPolicy
-from review_app import logic
+from review_app import decisions
+from tests.review_fixtures import PASSWORD, make_accounts, make_round
+from warehouse import review_tables as rt
 from warehouse import state
-from warehouse.errors import InputError
+from warehouse.contract import CurationMark
 from warehouse.store import Store
 
 APP = str(Path(__file__).resolve().parents[1] / "review_app" / "app.py")
 
 
-def _round(store: Store, n_tasks: int = 3) -> list[str]:
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    data = tmp_path / "d"
+    store = Store(data)
+    ids = make_round(store, n_tasks=6)
+    make_accounts(store)
+    monkeypatch.setenv("FLYWHEEL_DATA_DIR", str(data))
+    monkeypatch.setenv("FLYWHEEL_REVIEW_OVERLAP", "0")  # one reviewer per episode unless a test says otherwise
+    return store, ids
+
+
+def _signed_in(name: str, password: str = PASSWORD) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.text_input(key="signin_name").input(name)
+    at.text_input(key="signin_password").input(password)
+    at.button[0].click().run()
+    assert not at.exception
+    return at
+
+
+def _reviews(store: Store) -> list[state.Review]:
     with store.session() as s:
-        rnd = state.open_round(session=s, requested_episodes=n_tasks, seed=1, plan={})
-    tasks = [FAMILIES["F01"].make_task(seed) for seed in range(n_tasks)]
-    recs = [
-        run_episode(t, ScriptedPolicy(seed=1), rollout=0, round_id=rnd.id, batch_id="b", created_at=datetime.now(UTC))
-        for t in tasks
-    ]
-    store.commit_unit(rnd.id, "batch-0000", {"tasks": tasks})
-    store.commit_unit(
-        rnd.id,
-        "s00000",
-        {
-            "episodes": [r.episode for r in recs],
-            "steps": [s for r in recs for s in r.steps],
-            "outcomes": [r.outcome for r in recs],
-        },
+        return list(s.exec(select(state.Review).order_by(state.Review.id)))
+
+
+def test_sign_in_refuses_a_wrong_password_and_shows_nothing(world):
+    at = _signed_in("ann", "wrong password")
+    assert any("Wrong name or password" in e.value for e in at.error)
+    assert "user" not in at.session_state
+    assert not [b for b in at.button if b.key and b.key.startswith("open-")]
+    at = _signed_in("nobody")
+    assert "user" not in at.session_state
+
+
+def test_only_leads_see_adjudication_and_release(world):
+    assert "Release" not in _signed_in("ann").sidebar.radio(key="nav").options
+    assert {"Adjudication", "Release"} <= set(_signed_in("lea").sidebar.radio(key="nav").options)
+
+
+def test_queue_puts_routed_episodes_first_then_failures_and_filters(world):
+    store, ids = world
+    con = store.duck()
+    ok = [e for (e,) in con.execute("SELECT episode_id FROM outcomes WHERE success ORDER BY 1").fetchall()]
+    bad = [e for (e,) in con.execute("SELECT episode_id FROM outcomes WHERE NOT success ORDER BY 1").fetchall()]
+    assert ok and bad
+    routed = ok[-1]
+    mark = CurationMark(episode_id=routed, round_id="r0001", check="route", mark="human", passed=False, reason="sampled for audit")
+    store.commit_unit("r0001", "route-v1", {"marks": [mark]})
+    at = _signed_in("ann")
+    opened = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
+    assert opened == [routed, *bad, *[e for e in ok if e != routed]]
+    at.sidebar.selectbox(key="f_success").select("failures").run()
+    opened = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
+    assert opened == bad
+    at.sidebar.selectbox(key="f_success").select("any").run()
+    at.sidebar.multiselect(key="f_family").select("F02").run()
+    fams = {r[0] for r in con.execute("SELECT family FROM episodes").fetchall()}
+    assert fams == {"F01", "F02"}
+    shown = {b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")}
+    f02 = {e for (e,) in con.execute("SELECT episode_id FROM episodes WHERE family = 'F02'").fetchall()}
+    assert shown == f02
+
+
+def test_decisions_are_saved_at_once_with_who_and_when_and_leave_the_queue(world):
+    store, ids = world
+    at = _signed_in("ann")
+    at.button(key="kb_next").click().run()
+    eid = at.session_state["episode_id"]
+    at.button(key="kb_reject").click().run()
+    assert any("needs a reason" in e.value for e in at.error)
+    assert _reviews(store) == []
+    at.selectbox(key="d_reason").select("wrong_result").run()
+    at.text_input(key="d_text").input("deleted the wrong contact").run()
+    at.button(key="kb_reject").click().run()
+    assert not at.exception
+    assert any(s.value.startswith("Saved: reject by ann") for s in at.success)
+    [r] = _reviews(store)
+    assert (r.episode_id, r.reviewer, r.decision, r.reason) == (eid, "ann", "reject", "wrong_result: deleted the wrong contact")
+    assert r.decided_at is not None
+    at.button(key="kb_next").click().run()
+    assert at.session_state["episode_id"] != eid  # decided episodes leave ann's queue
+    at.button(key="kb_approve").click().run()
+    assert [r.decision for r in _reviews(store)] == ["reject", "approve"]
+
+
+def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draft(world):
+    store, ids = world
+    con = store.duck()
+    long_ep = con.execute("SELECT episode_id FROM outcomes WHERE steps >= 3 ORDER BY episode_id LIMIT 1").fetchone()[0]
+    at = _signed_in("ann")
+    at.session_state["episode_id"] = long_ep
+    at.session_state["nav_to"] = "Episode"
+    at.run()
+    at.button(key="kb_step_next").click().run()
+    at.button(key="kb_step_next").click().run()
+    at.button(key="kb_step_prev").click().run()
+    assert at.session_state["step"] == 1
+    at.button(key="kb_mark_error").click().run()
+    # The browser closes before a decision: the draft is in the state database.
+    with store.session() as s:
+        draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
+    assert draft is not None and draft.first_wrong_step == 1
+    again = _signed_in("ann")
+    again.session_state["episode_id"] = long_ep
+    again.session_state["nav_to"] = "Episode"
+    again.run()
+    assert again.session_state["d_first_error"] == 1 and again.session_state["step"] == 1
+    again.selectbox(key="d_reason").select("loop_or_waste").run()
+    again.sidebar.radio(key="nav").set_value("Queue").run()
+    again.sidebar.radio(key="nav").set_value("Episode").run()
+    assert again.selectbox(key="d_reason").value == "loop_or_waste"  # reloaded from the draft after leaving the page
+    again.button(key="kb_fix").click().run()
+    [r] = _reviews(store)
+    assert (r.decision, r.first_wrong_step, r.reason) == ("needs_fix", 1, "loop_or_waste")
+    with store.session() as s:
+        assert rt.get_draft(session=s, episode_id=long_ep, reviewer="ann") is None
+
+
+def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
+    store, ids = world
+    monkeypatch.setenv("FLYWHEEL_REVIEW_OVERLAP", "1")  # every episode needs two reviewers
+    eid = ids[0]
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    decisions.record_decision(
+        store, reviewer="bob", round_id="r0001", episode_id=eid, decision="reject", reason_code="hallucination"
     )
-    return [r.episode.episode_id for r in recs]
-
-
-def test_logic_lists_episodes_and_records_decisions(tmp_path, state_url):
-    store = Store(tmp_path / "d", state_url)
-    ids = _round(store)
-    rows = logic.episode_rows(store, "r0001")
-    assert sorted(r["episode_id"] for r in rows) == sorted(ids)
-    assert all(r["decision"] is None for r in rows)
-    logic.record_decision(store, round_id="r0001", episode_id=ids[0], reviewer="ann", decision="reject", reason="x")
-    logic.record_decision(store, round_id="r0001", episode_id=ids[0], reviewer="ann", decision="approve")
-    row = next(r for r in logic.episode_rows(store, "r0001") if r["episode_id"] == ids[0])
-    assert (row["decision"], row["reviewer"]) == ("approve", "ann")
-    assert logic.episode_steps(store, "r0001", ids[0])[-1]["action"] == "finish"
-    with pytest.raises(InputError):
-        logic.record_decision(store, round_id="r0001", episode_id=ids[0], reviewer=" ", decision="approve")
-    with pytest.raises(InputError):
-        logic.record_decision(store, round_id="r0001", episode_id=ids[0], reviewer="ann", decision="maybe")
-
-
-def test_page_approves_an_episode_into_the_state_database(tmp_path, monkeypatch):
-    data = tmp_path / "d"
-    store = Store(data)
-    _round(store)
-    monkeypatch.setenv("FLYWHEEL_DATA_DIR", str(data))
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    assert not at.exception
-    assert len(at.expander) == 3
-    at.sidebar.text_input(key="reviewer").input("ann").run()
-    approve = [b for b in at.button if b.key.startswith("approve-")][0]
-    episode = approve.key.removeprefix("approve-")
-    approve.click().run()
-    assert not at.exception
+    bob = _signed_in("bob")
+    bob.sidebar.selectbox(key="f_status").select("disputed").run()
+    assert [b.key for b in bob.button if b.key and b.key.startswith("open-")] == [f"open-{eid}"]
+    lea = _signed_in("lea")
+    lea.sidebar.radio(key="nav").set_value("Adjudication").run()
+    assert lea.button(key=f"adj-submit-{eid}")
+    lea.selectbox(key=f"adj-decision-{eid}").select("reject").run()
+    lea.selectbox(key=f"adj-reason-{eid}").select("hallucination").run()
+    lea.button(key=f"adj-submit-{eid}").click().run()
+    assert not at_errors(lea)
+    assert any(f"Settled {eid}: reject" in s.value for s in lea.success)
+    assert not [b for b in lea.button if b.key == f"adj-submit-{eid}"]
     with store.session() as s:
-        decisions = state.latest_decisions(session=s)
-    assert decisions[episode].decision == "approve" and decisions[episode].reviewer == "ann"
+        [adj] = rt.adjudications(session=s).values()
+    assert (adj.episode_id, adj.lead, adj.decision) == (eid, "lea", "reject")
 
 
-def test_page_refuses_an_anonymous_decision(tmp_path, monkeypatch):
-    data = tmp_path / "d"
-    store = Store(data)
-    _round(store)
-    monkeypatch.setenv("FLYWHEEL_DATA_DIR", str(data))
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    [b for b in at.button if b.key.startswith("reject-")][0].click().run()
-    assert any("reviewer" in e.value for e in at.error)
+def at_errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error] + ([str(at.exception)] if at.exception else [])
+
+
+def test_a_lead_approves_a_release_beside_the_last_one(world):
+    store, ids = world
+    for eid in ids[:3]:
+        decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    lea = _signed_in("lea")
+    lea.sidebar.radio(key="nav").set_value("Release").run()
+    assert lea.text_input(key="rel_version").value == "v0001"
+    lea.text_area(key="rel_plan").input('{"episodes": 10, "families": {"F01": 0.7}}').run()
+    lea.button(key="rel_approve").click().run()
+    assert any("sum to 0.700" in e.value for e in lea.error)
     with store.session() as s:
-        assert state.latest_decisions(session=s) == {}
+        assert rt.list_releases(session=s) == []
+    lea.text_area(key="rel_plan").input('{"episodes": 10, "families": {"F01": 0.7, "F02": 0.3}}').run()
+    lea.button(key="rel_approve").click().run()
+    assert not at_errors(lea)
+    assert any("Approved rel-0001: v0001 with 3 episodes" in s.value for s in lea.success)
+    with store.session() as s:
+        [rel] = rt.list_releases(session=s)
+    assert (rel.approved_by, rel.episodes, rel.sampling_plan["families"]["F02"]) == ("lea", 3, 0.3)
+    assert lea.text_input(key="rel_version").value == "v0002"
+    assert any("rel-0001" in c.value for c in lea.caption)  # the last release is shown beside the new one
+
+
+def test_dashboard_renders_its_plots(world):
+    store, ids = world
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve")
+    ann = _signed_in("ann")
+    ann.sidebar.radio(key="nav").set_value("Dashboard").run()
+    assert not ann.exception
+    assert len(ann.get("vega_lite_chart")) == 4  # funnel, family, capability, throughput

@@ -124,6 +124,8 @@ class Settings(BaseSettings):
     policy: Literal["scripted", "openai"] = "scripted"  # who acts in the phone
     writer: Literal["template", "openai"] = "template"  # who words the instructions
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
+    review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
 
     @classmethod
     def settings_customise_sources(

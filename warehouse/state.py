@@ -14,6 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
+from warehouse import review_tables  # noqa: F401  (registers the review gate's tables for create_all)
 from warehouse.errors import StateError
 
 
@@ -92,10 +93,23 @@ def make_engine(url: str) -> sa.Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True)
-        SQLModel.metadata.create_all(engine)
+        _create_tables(engine)
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
     return engine
+
+
+def _create_tables(engine: sa.Engine, attempts: int = 5) -> None:
+    """Create missing tables. Several processes opening a new database at once (reviewers,
+    a running flow) can both see a table missing and both create it; the loser retries."""
+    for attempt in range(attempts):
+        try:
+            SQLModel.metadata.create_all(engine)
+            return
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.IntegrityError) as exc:
+            text = str(exc).lower()
+            if attempt == attempts - 1 or not ("already exists" in text or "duplicate key" in text):
+                raise
 
 
 def redact(url: str) -> str:

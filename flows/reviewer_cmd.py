@@ -1,0 +1,39 @@
+"""``flywheel reviewer``: create and list review-app accounts."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from review_app import accounts
+from warehouse import review_tables
+from warehouse.errors import InputError
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+
+def read_password(*, from_stdin: bool) -> str:
+    """The new password: the first line of stdin, or typed twice at a hidden prompt."""
+    if from_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise InputError("--password-stdin: stdin is empty")
+        return line.rstrip("\r\n")
+    return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+def add_reviewer_account(settings: Settings, name: str, role: str, *, password_stdin: bool) -> accounts.User:
+    """Check the account, read the password, then write it (nothing is written on bad input)."""
+    accounts.check_new_account(name, role, "x" * accounts.MIN_PASSWORD)
+    password = read_password(from_stdin=password_stdin)
+    return accounts.add_reviewer(Store(settings.data_dir, settings.state_url), name, role, password)
+
+
+def reviewer_rows(settings: Settings) -> list[dict[str, Any]]:
+    store = Store(settings.data_dir, settings.state_url)
+    with store.session() as s:
+        return [
+            {"name": r.name, "role": r.role, "active": r.active} for r in review_tables.list_reviewers(session=s)
+        ]

@@ -1,0 +1,109 @@
+"""Numbers for the dashboard: funnel, success by family and capability, cost, throughput, agreement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import select
+
+from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
+from review_app.data import Overlap, review_connection
+from warehouse import state
+from warehouse.store import Store
+
+
+def funnel(store: Store, round_id: str, overlap: Overlap) -> list[dict[str, Any]]:
+    """The round's funnel, stage by stage (tasks first, then episodes)."""
+    with store.session() as s:
+        batches = state.batches_of(session=s, round_id=round_id)
+    con = review_connection(store, [round_id], overlap)
+    collected, curated, reviewed, approved = con.execute(
+        """
+        SELECT (SELECT count(*) FROM episodes),
+               (SELECT count(DISTINCT episode_id) FROM marks),
+               (SELECT count(*) FROM status),
+               (SELECT count(*) FROM status WHERE final = 'approve')
+        """
+    ).fetchone()
+    return [
+        {"stage": "1 tasks generated", "count": sum(b.tasks_tried for b in batches)},
+        {"stage": "2 tasks kept by gate", "count": sum(b.tasks_kept for b in batches)},
+        {"stage": "3 episodes collected", "count": collected},
+        {"stage": "4 episodes curated", "count": curated},
+        {"stage": "5 episodes reviewed", "count": reviewed},
+        {"stage": "6 episodes approved", "count": approved},
+    ]
+
+
+def success_by(store: Store, round_id: str, by: str) -> list[dict[str, Any]]:
+    """Episodes and success rate per family (``by='family'``) or capability."""
+    con = store.duck([round_id])
+    if by == "family":
+        group, source = "e.family", "episodes e JOIN outcomes o USING (episode_id)"
+    elif by == "capability":
+        group = "cap"
+        source = "(SELECT e.*, unnest(t.capabilities) AS cap FROM episodes e JOIN tasks t USING (task_id)) e JOIN outcomes o USING (episode_id)"
+    else:
+        raise ValueError(f"unknown grouping {by!r}")
+    rows = con.execute(
+        f"SELECT {group} AS g, count(*), avg(CASE WHEN o.success THEN 1.0 ELSE 0.0 END) FROM {source} GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    return [{by: g, "episodes": n, "success_rate": round(rate, 3)} for g, n, rate in rows]
+
+
+def cost(store: Store, round_id: str, overlap: Overlap) -> dict[str, Any]:
+    """Tokens and model time of the whole round, per episode and per approved episode."""
+    con = review_connection(store, [round_id], overlap)
+    n, tokens, latency, approved = con.execute(
+        """
+        SELECT count(*), coalesce(sum(prompt_tokens + completion_tokens), 0), coalesce(sum(latency_ms), 0),
+               (SELECT count(*) FROM status WHERE final = 'approve')
+        FROM outcomes
+        """
+    ).fetchone()
+    per = (lambda x: round(x / approved, 1) if approved else None)
+    return {
+        "episodes": n,
+        "approved": approved,
+        "tokens": int(tokens),
+        "tokens_per_episode": round(tokens / n, 1) if n else None,
+        "tokens_per_approved": per(tokens),
+        "model_seconds_per_approved": per(latency / 1000.0),
+    }
+
+
+def throughput(store: Store, round_id: str) -> list[dict[str, Any]]:
+    """Decisions per reviewer per hour of the day they were made."""
+    with store.session() as s:
+        rows = s.exec(
+            select(state.Review.reviewer, state.Review.decided_at).where(state.Review.round_id == round_id)
+        ).all()
+    counts: dict[tuple[str, str], int] = {}
+    for reviewer, when in rows:
+        key = (reviewer, when.strftime("%Y-%m-%d %H:00"))
+        counts[key] = counts.get(key, 0) + 1
+    return [{"reviewer": r, "hour": h, "decisions": c} for (r, h), c in sorted(counts.items())]
+
+
+def agreement(store: Store, round_id: str, overlap: Overlap) -> tuple[list[PairAgreement], list[PairAgreement]]:
+    """Agreement per reviewer pair and per family over episodes with two or more reviewers."""
+    con = review_connection(store, [round_id], overlap)
+    rows = con.execute(
+        "SELECT v.episode_id, v.reviewer, v.decision, e.family FROM votes v JOIN episodes e USING (episode_id)"
+    ).fetchall()
+    votes = [Vote(*r) for r in rows]
+    return agreement_by_pair(votes), agreement_by_family(votes)
+
+
+def disputed(store: Store, round_ids: list[str] | None, overlap: Overlap, limit: int = 50) -> list[dict[str, Any]]:
+    """The adjudication queue: episodes whose reviewers disagree, oldest round first."""
+    con = review_connection(store, round_ids, overlap)
+    rows = con.execute(
+        """
+        SELECT s.episode_id, e.round_id, e.family, e.instruction, s.reviewers
+        FROM status s JOIN episodes e USING (episode_id)
+        WHERE s.status = 'disputed' ORDER BY e.round_id, s.episode_id LIMIT ?
+        """,
+        [limit],
+    ).fetchall()
+    return [dict(zip(["episode_id", "round_id", "family", "instruction", "reviewers"], r, strict=True)) for r in rows]

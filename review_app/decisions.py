@@ -1,0 +1,162 @@
+"""Recording decisions, drafts and adjudications. Every call commits at once.
+
+A decision is appended (never updated): the latest decision of each reviewer on an
+episode is theirs; two reviewers on the same episode are both kept and the overlap
+rules (review_app.agreement) decide what counts. A reason is stored as ``code`` or
+``code: free text``; rejections need a code from :data:`REJECT_REASONS`.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import select
+
+from review_app.accounts import User, require_user
+from warehouse import review_tables as rt
+from warehouse import state
+from warehouse.errors import InputError
+from warehouse.store import Store
+
+DECISIONS = ("approve", "reject", "needs_fix")
+REJECT_REASONS: dict[str, str] = {
+    "wrong_result": "Wrong result: the task is not done as asked",
+    "harmful_action": "Harmful or unwanted change to the phone",
+    "hallucination": "Claims something the steps do not show",
+    "bad_tool_use": "Wrong tool or wrong arguments",
+    "loop_or_waste": "Loops or wastes steps",
+    "task_broken": "The task itself is broken or ambiguous",
+    "other": "Other (say why)",
+}
+
+
+def format_reason(code: str, text: str) -> str:
+    text = text.strip()
+    return f"{code}: {text}" if code and text else (code or text)
+
+
+def check_decision(decision: str, reason_code: str, reason_text: str, first_wrong_step: int | None, n_steps: int | None) -> None:
+    """InputError naming the first thing wrong with a decision, or nothing."""
+    if decision not in DECISIONS:
+        raise InputError(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
+    if reason_code and reason_code not in REJECT_REASONS:
+        raise InputError(f"unknown reason {reason_code!r} (one of {', '.join(REJECT_REASONS)})")
+    if decision == "reject" and not reason_code:
+        raise InputError("a rejection needs a reason from the list")
+    if reason_code == "other" and not reason_text.strip():
+        raise InputError("reason 'other' needs a few words of free text")
+    if first_wrong_step is not None:
+        if first_wrong_step < 0 or (n_steps is not None and first_wrong_step >= n_steps):
+            raise InputError(f"first wrong step {first_wrong_step} is not a step of this episode")
+
+
+def record_decision(
+    store: Store,
+    *,
+    reviewer: str,
+    round_id: str,
+    episode_id: str,
+    decision: str,
+    reason_code: str = "",
+    reason_text: str = "",
+    first_wrong_step: int | None = None,
+    n_steps: int | None = None,
+) -> state.Review:
+    """Save one decision by a reviewer with an account, and drop their draft."""
+    user = require_user(store, reviewer)
+    check_decision(decision, reason_code, reason_text, first_wrong_step, n_steps)
+    review = state.Review(
+        episode_id=episode_id,
+        round_id=round_id,
+        reviewer=user.name,
+        decision=decision,
+        reason=format_reason(reason_code, reason_text),
+        first_wrong_step=first_wrong_step,
+    )
+    with store.session() as s:
+        saved = state.add_review(session=s, review=review)
+        rt.delete_draft(session=s, episode_id=episode_id, reviewer=user.name)
+    return saved
+
+
+def reviewer_history(store: Store, reviewer: str, episode_id: str) -> list[state.Review]:
+    """This reviewer's decisions on the episode, oldest first."""
+    with store.session() as s:
+        stmt = (
+            select(state.Review)
+            .where(state.Review.episode_id == episode_id, state.Review.reviewer == reviewer)
+            .order_by(state.Review.decided_at, state.Review.id)
+        )
+        return list(s.exec(stmt))
+
+
+def episode_reviews(store: Store, episode_id: str) -> list[state.Review]:
+    """Every decision on the episode, oldest first (for adjudication)."""
+    with store.session() as s:
+        stmt = select(state.Review).where(state.Review.episode_id == episode_id).order_by(state.Review.id)
+        return list(s.exec(stmt))
+
+
+# --- drafts -------------------------------------------------------------------------
+
+
+def save_draft(
+    store: Store,
+    *,
+    reviewer: str,
+    round_id: str,
+    episode_id: str,
+    reason_code: str = "",
+    reason_text: str = "",
+    first_wrong_step: int | None = None,
+) -> None:
+    """Keep what the reviewer has chosen so far (survives a closed browser)."""
+    user = require_user(store, reviewer)
+    with store.session() as s:
+        rt.save_draft(
+            session=s,
+            draft=rt.ReviewDraft(
+                episode_id=episode_id,
+                reviewer=user.name,
+                round_id=round_id,
+                reason_code=reason_code,
+                reason_text=reason_text,
+                first_wrong_step=first_wrong_step,
+            ),
+        )
+
+
+def load_draft(store: Store, *, reviewer: str, episode_id: str) -> rt.ReviewDraft | None:
+    with store.session() as s:
+        return rt.get_draft(session=s, episode_id=episode_id, reviewer=reviewer)
+
+
+# --- adjudication -------------------------------------------------------------------
+
+
+def adjudicate(
+    store: Store,
+    *,
+    lead: User | str,
+    round_id: str,
+    episode_id: str,
+    decision: str,
+    reason_code: str = "",
+    reason_text: str = "",
+    first_wrong_step: int | None = None,
+) -> rt.Adjudication:
+    """A lead settles a disputed episode; only leads may."""
+    user = require_user(store, lead.name if isinstance(lead, User) else lead)
+    if not user.is_lead:
+        raise InputError(f"{user.name} is not a lead; only leads adjudicate")
+    check_decision(decision, reason_code, reason_text, first_wrong_step, None)
+    with store.session() as s:
+        return rt.add_adjudication(
+            session=s,
+            adjudication=rt.Adjudication(
+                episode_id=episode_id,
+                round_id=round_id,
+                lead=user.name,
+                decision=decision,
+                reason=format_reason(reason_code, reason_text),
+                first_wrong_step=first_wrong_step,
+            ),
+        )

@@ -1,0 +1,91 @@
+"""Everything the episode view shows, read in a few point queries."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from review_app.data import warehouse_cursor
+from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
+from warehouse.errors import InputError
+from warehouse.query import iter_records
+from warehouse.store import Store
+
+
+@dataclass
+class EpisodeView:
+    episode: Episode
+    task: TaskSpec | None
+    steps: list[Step]
+    outcome: Outcome | None
+    marks: list[CurationMark] = field(default_factory=list)
+
+    @property
+    def first_failed_step(self) -> int | None:
+        """The first step with an error or a non-ok label: a hint, not a decision."""
+        for s in self.steps:
+            if not s.feedback.ok or s.verification.label not in ("ok", "redundant") or s.verification.minefields:
+                return s.index
+        return None
+
+
+def load_episode(store: Store, episode_id: str, round_id: str | None = None) -> EpisodeView:
+    """The episode with its task, steps, outcome and curation marks; InputError if unknown."""
+    con = warehouse_cursor(store, [round_id] if round_id else None)
+    eps = list(iter_records(con, "episodes", "episode_id = ?", [episode_id]))
+    if not eps:
+        raise InputError(f"no episode {episode_id!r}" + (f" in round {round_id}" if round_id else ""))
+    ep = eps[0]
+    tasks = list(iter_records(con, "tasks", "task_id = ?", [ep.task_id]))
+    steps = list(iter_records(con, "steps", "episode_id = ?", [episode_id]))
+    outcomes = list(iter_records(con, "outcomes", "episode_id = ?", [episode_id]))
+    marks = list(iter_records(con, "marks", "episode_id = ?", [episode_id]))
+    return EpisodeView(ep, tasks[0] if tasks else None, steps, outcomes[0] if outcomes else None, marks)
+
+
+def short_json(value: Any, limit: int = 400) -> str:
+    """Compact JSON for a table cell, cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def step_rows(view: EpisodeView) -> list[dict[str, Any]]:
+    """One row per step for the timeline table."""
+    rows = []
+    for s in view.steps:
+        err = s.feedback.error
+        rows.append(
+            {
+                "step": s.index,
+                "actor": s.actor,
+                "action": s.action.tool or s.action.kind,
+                "arguments": short_json(s.action.arguments, 160),
+                "ok": s.feedback.ok,
+                "error": f"{err.code}: {err.message}" if err else "",
+                "label": s.verification.label,
+                "milestones": ", ".join(s.verification.milestones),
+                "minefields": ", ".join(s.verification.minefields),
+                "progress": round(s.verification.progress, 3),
+            }
+        )
+    return rows
+
+
+def requirement_rows(view: EpisodeView) -> list[dict[str, Any]]:
+    """The task's requirements with the outcome's result for each."""
+    results = {r.id: r for r in (view.outcome.requirement_results if view.outcome else [])}
+    rows = []
+    for req in view.task.requirements if view.task else []:
+        res = results.get(req.id)
+        rows.append(
+            {
+                "requirement": req.id,
+                "description": req.description,
+                "hard": req.hard,
+                "weight": req.weight,
+                "passed": None if res is None else res.passed,
+                "detail": res.detail if res else "",
+            }
+        )
+    return rows

@@ -1,0 +1,132 @@
+"""The review queue: what people should look at first, filtered and paginated in DuckDB.
+
+Order: episodes curation routed to people (a ``route`` mark that did not pass), then
+failures, then the rest (the sample), each by episode id. Only one page of rows leaves
+DuckDB, with the total from a window count in the same query, so a warehouse of
+100,000 episodes opens as fast as one of 100.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from review_app.accounts import User
+from review_app.data import Overlap, review_connection, warehouse_cursor
+from warehouse.store import Store
+
+ROUTED = "\"check\" = 'route' AND NOT passed"  # curation asks for human eyes
+
+# reviewer status filter -> SQL condition over q (the joined queue row)
+_MINE = "coalesce(list_contains(s.reviewers, ?), false)"  # the only parameter of a status filter
+STATUS_FILTERS: dict[str, str] = {
+    "to review": f"coalesce(s.status, 'unreviewed') IN ('unreviewed', 'partial') AND NOT {_MINE}",
+    "unreviewed": "s.status IS NULL",
+    "reviewed by me": _MINE,
+    "partial": "s.status = 'partial'",
+    "disputed": "s.status = 'disputed'",
+    "decided": "s.status IN ('decided', 'adjudicated')",
+    "any": "TRUE",
+}
+
+
+@dataclass
+class QueueFilter:
+    """What the reviewer asked to see. Empty lists and None mean no filter."""
+
+    round_ids: list[str] = field(default_factory=list)
+    families: list[str] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)
+    success: bool | None = None
+    marks: list[str] = field(default_factory=list)  # any of these mark values
+    status: str = "to review"
+
+
+@dataclass
+class QueuePage:
+    rows: list[dict[str, Any]]
+    total: int
+    offset: int
+
+
+def queue_page(
+    store: Store, user: User, flt: QueueFilter, *, limit: int = 25, offset: int = 0, overlap: Overlap | None = None
+) -> QueuePage:
+    """One page of the queue for ``user`` under ``flt``."""
+    if flt.status not in STATUS_FILTERS:
+        raise ValueError(f"unknown status filter {flt.status!r}")
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    where = [STATUS_FILTERS[flt.status]]
+    params: list[Any] = [user.name] if "?" in STATUS_FILTERS[flt.status] else []
+    if flt.families:
+        where.append("e.family IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(flt.families)
+    if flt.success is not None:
+        where.append("o.success = ?")
+        params.append(flt.success)
+    joins = ""
+    if flt.capabilities:
+        joins = "LEFT JOIN tasks t USING (task_id)"
+        where.append("len(list_intersect(t.capabilities, ?::VARCHAR[])) > 0")
+        params.append(flt.capabilities)
+    if flt.marks:
+        where.append("e.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
+        params.append(flt.marks)
+    # Only narrow columns go through the sort; the page's text and marks are fetched after.
+    sql = f"""
+        WITH routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})
+        SELECT e.episode_id, e.round_id, e.family, o.success, o.progress, o.steps,
+               coalesce(r.routed, false) AS routed,
+               coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
+               count(*) OVER () AS total
+        FROM episodes e
+        JOIN outcomes o USING (episode_id)
+        LEFT JOIN routed r USING (episode_id)
+        LEFT JOIN status s USING (episode_id)
+        {joins}
+        WHERE {' AND '.join(where)}
+        ORDER BY CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END, e.episode_id
+        LIMIT ? OFFSET ?
+    """
+    cols = ["episode_id", "round_id", "family", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
+    out = [dict(zip(cols, r, strict=True)) for r in con.execute(sql, [*params, limit, offset]).fetchall()]
+    total = out[0]["total"] if out else _count_beyond(con, sql, params, offset)
+    ids = [r["episode_id"] for r in out]
+    text = dict(con.execute("SELECT episode_id, instruction FROM episodes WHERE episode_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall())
+    marks: dict[str, list[str]] = {}
+    for eid, mark in con.execute(
+        'SELECT episode_id, mark FROM marks WHERE NOT passed AND episode_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY "check"',
+        [ids],
+    ).fetchall():
+        marks.setdefault(eid, []).append(mark)
+    for r in out:
+        del r["total"]
+        r["instruction"] = text.get(r["episode_id"], "")
+        r["marks"] = marks.get(r["episode_id"], [])
+    return QueuePage(out, total, offset)
+
+
+def _count_beyond(con, sql: str, params: list[Any], offset: int) -> int:
+    """The total when the page is empty (an offset past the end): ask once for the count."""
+    if offset == 0:
+        return 0
+    row = con.execute(sql, [*params, 1, 0]).fetchone()
+    return row[-1] if row else 0
+
+
+def next_episode(store: Store, user: User, flt: QueueFilter, after: str | None, overlap: Overlap | None = None) -> str | None:
+    """The first episode of the queue other than ``after`` (the one just decided)."""
+    page = queue_page(store, user, flt, limit=2, offset=0, overlap=overlap)
+    for row in page.rows:
+        if row["episode_id"] != after:
+            return row["episode_id"]
+    return None
+
+
+def filter_options(store: Store, round_ids: list[str] | None) -> dict[str, list[str]]:
+    """Values the filters can take in these rounds: families, capabilities, marks."""
+    con = warehouse_cursor(store, round_ids or None)
+    fams = [r[0] for r in con.execute("SELECT DISTINCT family FROM episodes ORDER BY 1").fetchall()]
+    caps = [r[0] for r in con.execute("SELECT DISTINCT unnest(capabilities) FROM tasks ORDER BY 1").fetchall()]
+    marks = [r[0] for r in con.execute("SELECT DISTINCT mark FROM marks ORDER BY 1").fetchall()]
+    return {"families": fams, "capabilities": caps, "marks": marks}

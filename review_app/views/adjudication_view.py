@@ -1,0 +1,52 @@
+"""Adjudication (leads): episodes whose reviewers disagree; the lead's decision counts."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app import dashboard, decisions
+from review_app.views import Ctx
+
+_CHOICES = list(decisions.DECISIONS)
+
+
+def render(ctx: Ctx, open_episode) -> None:
+    st.subheader("Adjudication")
+    rows = dashboard.disputed(ctx.store, None, ctx.overlap)
+    if st.session_state.get("flash"):
+        st.success(st.session_state.pop("flash"), icon=":material/check_circle:")
+    if not rows:
+        st.info("No disagreements waiting.")
+        return
+    st.caption(f"{len(rows)} episode(s) where reviewers disagree")
+    for row in rows:
+        eid = row["episode_id"]
+        with st.container(border=True):
+            st.markdown(f"**{row['family']}** · {row['instruction'][:160]}")
+            st.caption(eid)
+            for r in decisions.episode_reviews(ctx.store, eid):
+                st.markdown(
+                    f"- {r.reviewer}: **{r.decision}**"
+                    + (f" · {r.reason}" if r.reason else "")
+                    + (f" · first wrong step {r.first_wrong_step}" if r.first_wrong_step is not None else "")
+                )
+            c = st.columns([2, 3, 3, 1, 1])
+            choice = c[0].selectbox("Decision", _CHOICES, key=f"adj-decision-{eid}")
+            code = c[1].selectbox(
+                "Reason", ["", *decisions.REJECT_REASONS], key=f"adj-reason-{eid}",
+                format_func=lambda k: decisions.REJECT_REASONS.get(k, "—"),
+            )
+            text = c[2].text_input("Notes", key=f"adj-text-{eid}")
+            if c[3].button("Settle", key=f"adj-submit-{eid}", type="primary"):
+                try:
+                    decisions.adjudicate(
+                        ctx.store, lead=ctx.user, round_id=row["round_id"], episode_id=eid,
+                        decision=choice, reason_code=code, reason_text=text,
+                    )
+                except Exception as exc:  # noqa: BLE001  (InputError shown in place)
+                    st.error(str(exc))
+                else:
+                    st.session_state["flash"] = f"Settled {eid}: {choice}"
+                    st.rerun()
+            if c[4].button("Open", key=f"adj-open-{eid}"):
+                open_episode(eid, row["round_id"])

@@ -1,0 +1,213 @@
+"""The episode: instruction and requirements, step timeline, outcome, marks, decision."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC
+
+import streamlit as st
+
+from review_app import decisions, keys, screens
+from review_app.episode import EpisodeView, load_episode, requirement_rows, step_rows
+from review_app.views import Ctx
+
+_REASONS = ["", *decisions.REJECT_REASONS]
+
+
+def _init_from_draft(ctx: Ctx, view: EpisodeView) -> None:
+    """When a new episode opens, fill the decision widgets from the saved draft."""
+    ss = st.session_state
+    eid = view.episode.episode_id
+    if ss.get("loaded_for") == eid:
+        return
+    draft = decisions.load_draft(ctx.store, reviewer=ctx.user.name, episode_id=eid)
+    ss["d_reason"] = draft.reason_code if draft else ""
+    ss["d_text"] = draft.reason_text if draft else ""
+    ss["d_first_error"] = draft.first_wrong_step if draft else None
+    ss["step"] = draft.first_wrong_step if draft and draft.first_wrong_step is not None else 0
+    ss["loaded_for"] = eid
+
+
+def _save_draft(ctx: Ctx, view: EpisodeView) -> None:
+    ss = st.session_state
+    decisions.save_draft(
+        ctx.store,
+        reviewer=ctx.user.name,
+        round_id=view.episode.round_id,
+        episode_id=view.episode.episode_id,
+        reason_code=ss.get("d_reason") or "",
+        reason_text=ss.get("d_text") or "",
+        first_wrong_step=ss.get("d_first_error"),
+    )
+    ss["flash"] = "Draft saved"
+
+
+def _decide(ctx: Ctx, view: EpisodeView, decision: str) -> None:
+    ss = st.session_state
+    try:
+        saved = decisions.record_decision(
+            ctx.store,
+            reviewer=ctx.user.name,
+            round_id=view.episode.round_id,
+            episode_id=view.episode.episode_id,
+            decision=decision,
+            reason_code=ss.get("d_reason") or "",
+            reason_text=ss.get("d_text") or "",
+            first_wrong_step=ss.get("d_first_error"),
+            n_steps=len(view.steps),
+        )
+    except Exception as exc:  # noqa: BLE001  (an InputError is shown; the draft is kept)
+        ss["flash_error"] = str(exc)
+        return
+    when = saved.decided_at.astimezone(UTC).strftime("%H:%M:%S UTC")
+    ss["flash"] = f"Saved: {decision.replace('_', ' ')} by {saved.reviewer} at {when}"
+
+
+def render(ctx: Ctx, next_episode) -> None:
+    ss = st.session_state
+    try:
+        view = load_episode(ctx.store, ss["episode_id"], ss.get("episode_round"))
+    except Exception as exc:  # noqa: BLE001
+        st.error(str(exc))
+        return
+    _init_from_draft(ctx, view)
+    n = len(view.steps)
+    ss["step"] = max(0, min(ss.get("step", 0), n - 1)) if n else 0
+
+    if ss.get("flash"):
+        st.success(ss.pop("flash"), icon=":material/check_circle:")
+    if ss.get("flash_error"):
+        st.error(ss.pop("flash_error"))
+
+    ep, out = view.episode, view.outcome
+    verdict = ":green[verified]" if out and out.success else ":red[not verified]"
+    st.subheader(f"{ep.family} · {verdict}")
+    st.markdown(f"> {ep.instruction}")
+    st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")
+
+    left, right = st.columns([3, 2])
+    with left:
+        _timeline(view, n)
+    with right:
+        _decision_panel(ctx, view, n, next_episode)
+        _outcome(view)
+    st.html(keys.script_tag(keys.EPISODE_KEYS), unsafe_allow_javascript=True)
+
+
+def _timeline(view: EpisodeView, n: int) -> None:
+    ss = st.session_state
+    nav = st.columns([1, 1, 3])
+    if nav[0].button("◀ k", key="kb_step_prev", disabled=ss["step"] <= 0, help="previous step"):
+        ss["step"] -= 1
+        st.rerun()
+    if nav[1].button("j ▶", key="kb_step_next", disabled=ss["step"] >= n - 1, help="next step"):
+        ss["step"] += 1
+        st.rerun()
+    nav[2].caption(f"step {ss['step'] + 1 if n else 0} of {n} · {keys.HELP}")
+    rows = step_rows(view)
+    for r in rows:
+        r["▶"] = "▶" if r["step"] == ss["step"] else ""
+        if ss.get("d_first_error") == r["step"]:
+            r["▶"] += " first error"
+
+    def style(row):
+        bad = (not row["ok"]) or row["minefields"] or row["label"] in ("harmful", "invalid_call", "recoverable_error")
+        cur = row["step"] == ss["step"]
+        color = "background-color: #fde2e1" if bad else ("background-color: #e8f0fe" if cur else "")
+        return [color] * len(row)
+
+    if rows:
+        import pandas as pd
+
+        df = pd.DataFrame(rows)[["▶", "step", "action", "arguments", "ok", "error", "label", "milestones", "minefields", "progress"]]
+        st.dataframe(df.style.apply(style, axis=1), hide_index=True, width="stretch", height=min(400, 38 + 35 * len(rows)))
+        _step_detail(view, ss["step"])
+
+
+def _step_detail(view: EpisodeView, index: int) -> None:
+    step = view.steps[index]
+    with st.container(border=True):
+        st.markdown(f"**Step {index}** · {step.actor} · `{step.action.tool or step.action.kind}`")
+        if step.action.text:
+            st.caption(step.action.text)
+        cols = st.columns([3, 2])
+        with cols[0]:
+            st.code(json.dumps(step.action.arguments, indent=1, ensure_ascii=False, default=str), language="json")
+            if step.feedback.error:
+                e = step.feedback.error
+                st.error(f"{e.code}: {e.message}" + (f" (hint: {e.hint})" if e.hint else ""))
+            else:
+                st.code(json.dumps(step.feedback.result, indent=1, ensure_ascii=False, default=str)[:2000], language="json")
+            for notice in step.feedback.notices:
+                st.warning(notice)
+            v = step.verification
+            st.caption(
+                f"label **{v.label}** · progress {v.progress:.2f}"
+                + (f" · milestones: {', '.join(v.milestones)}" if v.milestones else "")
+            )
+            if v.minefields:
+                st.error(f"minefields: {', '.join(v.minefields)}")
+        with cols[1]:
+            svg, why = screens.step_screen(view.task, view.steps, index)
+            if svg:
+                st.html(svg)
+            else:
+                st.caption(why)
+
+
+def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
+    ss = st.session_state
+    with st.container(border=True):
+        st.markdown("**Decision**")
+        save = lambda: _save_draft(ctx, view)  # noqa: E731
+        st.selectbox(
+            "Reason (needed to reject)", _REASONS, key="d_reason", on_change=save,
+            format_func=lambda c: decisions.REJECT_REASONS.get(c, "—"),
+        )
+        st.text_input("Notes", key="d_text", on_change=save)
+        fe = ss.get("d_first_error")
+        c = st.columns([2, 1])
+        c[0].caption(f"First wrong step: **{fe}**" if fe is not None else "First wrong step: none marked")
+        if c[1].button("Mark step · e", key="kb_mark_error", help="mark the current step as the first wrong one"):
+            ss["d_first_error"] = None if fe == ss["step"] else ss["step"]
+            _save_draft(ctx, view)
+            st.rerun()
+        b = st.columns(2)
+        if b[0].button("Approve · a", key="kb_approve", type="primary", width="stretch"):
+            _decide(ctx, view, "approve")
+            st.rerun()
+        if b[1].button("Reject · r", key="kb_reject", width="stretch"):
+            _decide(ctx, view, "reject")
+            st.rerun()
+        if b[0].button("Needs fix · f", key="kb_fix", width="stretch"):
+            _decide(ctx, view, "needs_fix")
+            st.rerun()
+        if b[1].button("Next episode · n", key="kb_next", width="stretch"):
+            next_episode(view.episode.episode_id)
+        mine = decisions.reviewer_history(ctx.store, ctx.user.name, view.episode.episode_id)
+        if mine:
+            last = mine[-1]
+            st.caption(
+                f"Your decision: **{last.decision}** {('· ' + last.reason) if last.reason else ''}"
+                f"{f' · first wrong step {last.first_wrong_step}' if last.first_wrong_step is not None else ''}"
+            )
+
+
+def _outcome(view: EpisodeView) -> None:
+    out = view.outcome
+    with st.expander("Requirements and outcome", expanded=True):
+        if out:
+            st.caption(
+                f"termination **{out.termination}** · progress {out.progress:.2f} · {out.steps} steps · "
+                f"efficiency {out.efficiency:.2f}"
+                + (f" · failure: {out.failure.side}/{out.failure.type} at step {out.failure.step}" if out.failure else "")
+            )
+            if out.final_answer is not None:
+                st.caption(f"final answer: {json.dumps(out.final_answer, ensure_ascii=False, default=str)[:300]}")
+        st.dataframe(requirement_rows(view), hide_index=True, width="stretch")
+    with st.expander("Curation marks", expanded=True):
+        for m in view.marks:
+            icon = ":green[passed]" if m.passed else ":orange[flagged]"
+            st.markdown(f"{icon} · **{m.check}**: {m.mark}" + (f" — {m.reason}" if m.reason else ""))
+        if not view.marks:
+            st.caption("not curated yet")

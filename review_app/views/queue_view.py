@@ -1,0 +1,72 @@
+"""The queue: filters in the sidebar, one page of episodes, click to open."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app import keys, queue
+from review_app.views import Ctx
+from warehouse import state
+
+PAGE_SIZE = 25
+_SUCCESS = {"any": None, "failures": False, "successes": True}
+
+
+def round_ids(ctx: Ctx) -> list[str]:
+    with ctx.store.session() as s:
+        return [r.id for r in reversed(state.list_rounds(session=s))]
+
+
+def current_filter(ctx: Ctx) -> queue.QueueFilter:
+    """The filter the sidebar widgets describe (also used by 'next episode')."""
+    ss = st.session_state
+    rnd = ss.get("f_round", "all")
+    return queue.QueueFilter(
+        round_ids=[] if rnd in (None, "all") else [rnd],
+        families=list(ss.get("f_family", [])),
+        capabilities=list(ss.get("f_capability", [])),
+        success=_SUCCESS[ss.get("f_success", "any")],
+        marks=list(ss.get("f_marks", [])),
+        status=ss.get("f_status", "to review"),
+    )
+
+
+def sidebar_filters(ctx: Ctx) -> None:
+    rounds = round_ids(ctx)
+    sb = st.sidebar
+    sb.selectbox("Round", ["all", *rounds], index=1 if rounds else 0, key="f_round")
+    rnd = st.session_state.get("f_round")
+    opts = queue.filter_options(ctx.store, None if rnd == "all" else [rnd])
+    sb.multiselect("Family", opts["families"], key="f_family")
+    sb.multiselect("Capability", opts["capabilities"], key="f_capability")
+    sb.selectbox("Outcome", list(_SUCCESS), key="f_success")
+    sb.multiselect("Marks", opts["marks"], key="f_marks")
+    sb.selectbox("Reviewer status", list(queue.STATUS_FILTERS), key="f_status")
+
+
+def render(ctx: Ctx, open_episode) -> None:
+    sidebar_filters(ctx)
+    flt = current_filter(ctx)
+    page_no = st.session_state.get("q_page", 1)
+    page = queue.queue_page(ctx.store, ctx.user, flt, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, overlap=ctx.overlap)
+    pages = max(1, (page.total + PAGE_SIZE - 1) // PAGE_SIZE)
+    st.subheader(f"Queue · {page.total} episodes")
+    top = st.columns([1, 1, 4])
+    if top[0].button("Start reviewing (n)", key="kb_next", type="primary", disabled=page.total == 0):
+        open_episode(page.rows[0]["episode_id"], page.rows[0]["round_id"])
+    top[1].number_input("Page", min_value=1, max_value=pages, key="q_page", label_visibility="collapsed")
+    top[2].caption(f"page {min(page_no, pages)} of {pages} · routed to people first, then failures, then the sample")
+    st.html(keys.script_tag({"n": "kb_next"}), unsafe_allow_javascript=True)
+    if not page.rows:
+        st.info("Nothing to review under these filters.")
+        return
+    for row in page.rows:
+        c = st.columns([0.6, 5, 1.2, 1.6])
+        if c[0].button("Open", key=f"open-{row['episode_id']}", help="Open this episode"):
+            open_episode(row["episode_id"], row["round_id"])
+        tag = ":violet[routed]" if row["routed"] else (":red[failed]" if not row["success"] else ":green[verified]")
+        c[1].markdown(f"{tag} · **{row['family']}** · {row['instruction'][:140]}")
+        c[2].caption(f"{row['steps']} steps · progress {row['progress']:.2f}")
+        who = ", ".join(row["reviewers"]) or "nobody yet"
+        marks = ", ".join(row["marks"])
+        c[3].caption(f"{row['status']} ({who})" + (f" · {marks}" if marks else ""))

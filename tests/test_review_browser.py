@@ -1,0 +1,119 @@
+"""The real review app in Debian's Chromium: sign in, open an episode, decide with the
+keyboard, and find the decision in the state database. Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from tests.conftest import ROOT, free_port, cli_env, flywheel_executable
+from tests.review_fixtures import PASSWORD, make_accounts, make_round
+from warehouse import state
+from warehouse.contract import CurationMark
+from warehouse.store import Store
+
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"flywheel review exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)  # polling for the server to answer
+    raise RuntimeError("the review app did not answer in time")
+
+
+@pytest.fixture
+def review_server(tmp_path):
+    data = tmp_path / "d"
+    store = Store(data)
+    make_round(store, n_tasks=6)
+    make_accounts(store)
+    # Route the longest episode to people, so it heads the queue and has steps to walk.
+    longest = store.duck().execute("SELECT episode_id FROM outcomes ORDER BY steps DESC, episode_id LIMIT 1").fetchone()[0]
+    mark = CurationMark(episode_id=longest, round_id="r0001", check="route", mark="human", passed=False, reason="audit")
+    store.commit_unit("r0001", "route-v1", {"marks": [mark]})
+    port = free_port()
+    env = cli_env(None, FLYWHEEL_REVIEW_OVERLAP="0")
+    log = (tmp_path / "review.log").open("w")
+    proc = subprocess.Popen(
+        [flywheel_executable(), "review", "--port", str(port), "--data-dir", str(data)],
+        env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, store
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # flywheel stops its streamlit child on Ctrl+C
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_keyboard_review_in_chromium(review_server):
+    from playwright.sync_api import expect, sync_playwright
+
+    url, store = review_server
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium must be installed (apt-get install chromium)"
+    ARTIFACTS.mkdir(exist_ok=True)
+    con = store.duck()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            expect.set_options(timeout=30_000)  # the first render of a fresh server is slow on a busy machine
+            page.goto(url)
+            page.get_by_role("textbox", name="Name").fill("ann")
+            page.get_by_role("textbox", name="Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "review-queue.png"), full_page=True)
+
+            # Keys work once the page's listener is in (polled, not slept for).
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+            page.locator("body").press("n")  # the keyboard opens the first episode of the queue
+            expect(page.get_by_text("Decision", exact=True)).to_be_visible()
+            page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+            eid = page.locator("[data-testid='stCaptionContainer']").filter(has_text="· round r0001 ·").first.inner_text().split(" ")[0]
+            n_steps = con.execute("SELECT steps FROM outcomes WHERE episode_id = ?", [eid]).fetchone()[0]
+            assert n_steps >= 3
+            target = 2
+            for i in range(target):
+                page.locator("body").press("j")
+                expect(page.get_by_text(f"step {i + 2} of {n_steps}", exact=False)).to_be_visible()
+            page.locator("body").press("e")
+            expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
+            page.locator("body").press("a")
+            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "review-episode.png"), full_page=True)
+        finally:
+            browser.close()
+    with store.session() as s:
+        [review] = s.exec(select(state.Review)).all()
+    assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step) == (eid, "ann", "approve", target)
+    assert (ARTIFACTS / "review-queue.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "review-episode.png").stat().st_size > 10_000

@@ -1,0 +1,66 @@
+"""`flywheel reviewer add` and `flywheel export --release` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from review_app import decisions, release
+from review_app.data import Overlap
+from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.review_fixtures import make_round
+from warehouse import review_tables as rt
+from warehouse.store import Store
+
+
+def _one_line(proc, needle: str) -> None:
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def _add(tmp_path, data, *args, password="s3cret-pass"):
+    return subprocess.run(
+        [flywheel_executable(), "reviewer", "add", *args, "--password-stdin", "--data-dir", str(data)],
+        input=password + "\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_reviewer_add_stores_a_hash_and_refuses_bad_input(tmp_path):
+    data = tmp_path / "d"
+    proc = _add(tmp_path, data, "lea", "--role", "lead")
+    assert proc.returncode == 0, proc.stderr
+    assert "Added lead lea" in proc.stdout
+    with Store(data).session() as s:
+        row = rt.get_reviewer(session=s, name="lea")
+    assert row.role == "lead" and "s3cret-pass" not in row.password_hash
+    _one_line(_add(tmp_path, data, "lea"), "already exists")
+    _one_line(_add(tmp_path, data, "bob", "--role", "boss"), "role 'boss'")
+    _one_line(_add(tmp_path, data, "bob", password="short"), "at least 8")
+    with Store(data).session() as s:
+        assert [r.name for r in rt.list_reviewers(session=s)] == ["lea"]
+
+
+def test_export_release_exports_only_an_approved_release(tmp_path):
+    data, out = tmp_path / "d", tmp_path / "out"
+    store = Store(data)
+    ids = make_round(store, n_tasks=4)
+    assert _add(tmp_path, data, "lea", "--role", "lead").returncode == 0
+    assert _add(tmp_path, data, "ann").returncode == 0
+    env = cli_env(None)
+    _one_line(flywheel("export", "--release", "latest", "--out", str(out), "--data-dir", str(data), env=env, cwd=tmp_path), "no approved release")
+    assert not out.exists()
+    for eid in ids[:2]:
+        decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    rel = release.approve_release(
+        store, lead="lea", dataset_version="v2026.11", round_ids=["r0001"],
+        sampling_plan={"episodes": 8, "families": {"F01": 0.5, "F02": 0.5}}, overlap=Overlap(0.0, 2),
+    )
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[2], decision="approve")  # after the release
+    proc = flywheel("export", "--release", rel.id, "--out", str(out), "--data-dir", str(data), env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "openai-chat.manifest.json").read_text())
+    assert manifest["release"]["dataset_version"] == "v2026.11"
+    assert sum(f["rows"] for f in manifest["files"].values()) == 2, manifest["excluded"]
+    assert manifest["lineage"]["reviewers"] == ["ann"]

@@ -1,0 +1,106 @@
+"""The review gate's logic without a browser: passwords, overlap, agreement, queue paging,
+release selection; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from review_app import accounts, decisions, queue, release
+from review_app.agreement import cohen_kappa, in_overlap, overlap_sql, resolve
+from review_app.data import Overlap
+from review_app.final import final_decisions
+from tests.review_fixtures import PASSWORD, make_accounts, make_round
+from warehouse.errors import InputError
+from warehouse.store import Store
+
+
+def test_passwords_are_salted_scrypt_hashes():
+    a, b = accounts.hash_password("pw-123456"), accounts.hash_password("pw-123456")
+    assert a != b and a.startswith("scrypt$") and "pw-123456" not in a
+    assert accounts.verify_password("pw-123456", a)
+    assert not accounts.verify_password("pw-1234567", a)
+    assert not accounts.verify_password("pw-123456", "garbage")
+
+
+def test_cohen_kappa_matches_a_hand_computed_case():
+    # 10 items: both say yes on 4, both no on 3, disagree on 3 -> po = .7,
+    # pe = (.6*.5 + .4*.5) = .5, kappa = .4
+    a = ["y"] * 4 + ["n"] * 3 + ["y", "y", "n"]
+    b = ["y"] * 4 + ["n"] * 3 + ["n", "n", "y"]
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+    assert cohen_kappa(["y", "y"], ["y", "y"]) == 1.0
+    assert cohen_kappa([], []) is None
+
+
+def test_resolution_of_an_episode():
+    assert resolve({}, 1).status == "unreviewed"
+    assert resolve({"ann": "approve"}, 2).status == "partial"
+    assert resolve({"ann": "approve", "bob": "approve"}, 2).decision == "approve"
+    assert resolve({"ann": "approve", "bob": "reject"}, 2).status == "disputed"
+    assert resolve({"ann": "approve", "bob": "reject"}, 2, "reject").decision == "reject"
+
+
+def test_overlap_is_the_same_in_python_and_duckdb():
+    ids = [f"e-{i:016x}" for i in range(2000)]
+    con = duckdb.connect()
+    got = dict(con.execute(f"SELECT id, {overlap_sql('id', 0.25)} FROM unnest(?::VARCHAR[]) t(id)", [ids]).fetchall())
+    assert all(got[i] == in_overlap(i, 0.25) for i in ids)
+    assert 400 < sum(got.values()) < 600
+
+
+def test_no_anonymous_or_unknown_reviewer_decides(tmp_path, state_url):
+    store = Store(tmp_path / "d", state_url)
+    ids = make_round(store, n_tasks=2)
+    make_accounts(store)
+    for who in ("", "  ", "mallory"):
+        with pytest.raises(InputError):
+            decisions.record_decision(store, reviewer=who, round_id="r0001", episode_id=ids[0], decision="approve")
+    with pytest.raises(InputError, match="at least"):
+        accounts.add_reviewer(store, "zed", "reviewer", "short")
+    with pytest.raises(InputError, match="already exists"):
+        accounts.add_reviewer(store, "ann", "lead", PASSWORD)
+    with pytest.raises(InputError, match="not a lead"):
+        decisions.adjudicate(store, lead="ann", round_id="r0001", episode_id=ids[0], decision="approve")
+    with pytest.raises(InputError, match="not a step"):
+        decisions.record_decision(
+            store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve", first_wrong_step=99, n_steps=3
+        )
+
+
+def test_queue_pages_cover_every_episode_once(tmp_path):
+    store = Store(tmp_path / "d")
+    ids = make_round(store, n_tasks=7)
+    make_accounts(store)
+    ann = accounts.User("ann", "reviewer")
+    seen = []
+    for offset in range(0, 10, 3):
+        page = queue.queue_page(store, ann, queue.QueueFilter(), limit=3, offset=offset)
+        assert page.total == 7
+        seen += [r["episode_id"] for r in page.rows]
+    assert sorted(seen) == sorted(ids)
+
+
+def test_a_release_holds_the_decisions_made_before_it(tmp_path, state_url):
+    store = Store(tmp_path / "d", state_url)
+    ids = make_round(store, n_tasks=4)
+    make_accounts(store)
+    ov = Overlap(0.0, 2)
+    plan = {"episodes": 10, "families": {"F01": 0.5, "F02": 0.5}}
+    with pytest.raises(InputError, match="nothing is approved"):
+        release.approve_release(store, lead="lea", dataset_version="v1", round_ids=["r0001"], sampling_plan=plan, overlap=ov)
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve")
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[1], decision="approve")
+    with pytest.raises(InputError, match="not a lead"):
+        release.approve_release(store, lead="ann", dataset_version="v1", round_ids=["r0001"], sampling_plan=plan, overlap=ov)
+    rel = release.approve_release(store, lead="lea", dataset_version="v1", round_ids=["r0001"], sampling_plan=plan, overlap=ov)
+    # Later decisions change what is approved now, not what the release holds.
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[2], decision="approve")
+    decisions.record_decision(
+        store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="reject", reason_code="wrong_result"
+    )
+    assert release.release_episode_ids(store, rel) == sorted(ids[:2])
+    now = {e for e, f in final_decisions(store, ["r0001"], ov).items() if f.decision == "approve"}
+    assert now == {ids[1], ids[2]}
+    with pytest.raises(InputError, match="already released"):
+        release.approve_release(store, lead="lea", dataset_version="v1", round_ids=["r0001"], sampling_plan=plan, overlap=ov)

@@ -1,0 +1,160 @@
+"""State tables of the review gate: reviewer accounts, drafts, adjudications, releases.
+
+Kept apart from :mod:`warehouse.state` (rounds, shards, reviews) so the review app can
+grow without reshaping the core tables; ``warehouse.state`` imports this module so
+``make_engine`` creates these tables with the rest. CRUD functions take ``*, session``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import JSON, Column, Field, Session, SQLModel, select
+
+ROLES = ("reviewer", "lead")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Reviewer(SQLModel, table=True):
+    """A person who may decide. The password is stored only as a salted scrypt hash."""
+
+    __tablename__ = "reviewers"
+    name: str = Field(primary_key=True)
+    role: str = "reviewer"  # reviewer, lead
+    password_hash: str
+    active: bool = True
+    created_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+class ReviewDraft(SQLModel, table=True):
+    """What a reviewer has chosen on an episode but not yet submitted (kept if the browser closes)."""
+
+    __tablename__ = "review_drafts"
+    episode_id: str = Field(primary_key=True)
+    reviewer: str = Field(primary_key=True)
+    round_id: str = ""
+    reason_code: str = ""
+    reason_text: str = ""
+    first_wrong_step: int | None = None
+    updated_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+class Adjudication(SQLModel, table=True):
+    """A lead's final word on an episode whose reviewers disagreed; the latest one counts."""
+
+    __tablename__ = "adjudications"
+    id: int | None = Field(default=None, primary_key=True)
+    episode_id: str = Field(index=True)
+    round_id: str = Field(index=True)
+    lead: str
+    decision: str
+    reason: str = ""
+    first_wrong_step: int | None = None
+    decided_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+class Release(SQLModel, table=True):
+    """A lead's approval of a dataset version together with the next round's sampling plan."""
+
+    __tablename__ = "releases"
+    id: str = Field(primary_key=True)  # "rel-0001"
+    number: int = Field(index=True, unique=True)
+    dataset_version: str
+    round_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    episodes: int = 0  # episodes approved into the release
+    episodes_digest: str = ""  # digest of the sorted approved episode ids, checked on export
+    sampling_plan: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    selection: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # rules that chose the episodes
+    notes: str = ""
+    approved_by: str
+    approved_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+# --- reviewers ----------------------------------------------------------------------
+
+
+def add_reviewer(*, session: Session, reviewer: Reviewer) -> bool:
+    """Insert a reviewer; False if the name is taken (nothing changed)."""
+    session.add(reviewer)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def get_reviewer(*, session: Session, name: str) -> Reviewer | None:
+    return session.get(Reviewer, name)
+
+
+def list_reviewers(*, session: Session) -> list[Reviewer]:
+    return list(session.exec(select(Reviewer).order_by(Reviewer.name)))
+
+
+# --- drafts -------------------------------------------------------------------------
+
+
+def save_draft(*, session: Session, draft: ReviewDraft) -> None:
+    draft.updated_at = _now()
+    session.merge(draft)
+    session.commit()
+
+
+def get_draft(*, session: Session, episode_id: str, reviewer: str) -> ReviewDraft | None:
+    return session.get(ReviewDraft, (episode_id, reviewer))
+
+
+def delete_draft(*, session: Session, episode_id: str, reviewer: str) -> None:
+    draft = session.get(ReviewDraft, (episode_id, reviewer))
+    if draft is not None:
+        session.delete(draft)
+        session.commit()
+
+
+# --- adjudications ------------------------------------------------------------------
+
+
+def add_adjudication(*, session: Session, adjudication: Adjudication) -> Adjudication:
+    session.add(adjudication)
+    session.commit()
+    session.refresh(adjudication)
+    return adjudication
+
+
+def adjudications(*, session: Session, round_ids: list[str] | None = None) -> dict[str, Adjudication]:
+    """The latest adjudication per episode."""
+    stmt = select(Adjudication).order_by(Adjudication.decided_at, Adjudication.id)
+    if round_ids:
+        stmt = stmt.where(Adjudication.round_id.in_(round_ids))
+    return {a.episode_id: a for a in session.exec(stmt)}
+
+
+# --- releases -----------------------------------------------------------------------
+
+
+def latest_release(*, session: Session) -> Release | None:
+    return session.exec(select(Release).order_by(Release.number.desc())).first()
+
+
+def get_release(*, session: Session, release_id: str) -> Release | None:
+    return session.get(Release, release_id)
+
+
+def list_releases(*, session: Session) -> list[Release]:
+    return list(session.exec(select(Release).order_by(Release.number)))
+
+
+def add_release(*, session: Session, release: Release) -> Release:
+    """Insert the next release; numbering is by the unique ``number`` so two leads
+    approving at once cannot both take the same number (the second gets an error)."""
+    session.add(release)
+    session.commit()
+    session.refresh(release)
+    return release
