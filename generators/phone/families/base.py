@@ -182,7 +182,7 @@ class Family:
         """
         cache: OrderedDict[tuple[str, str], tuple[World, dict[str, str]]] = self.__dict__.setdefault(
             "_worlds", OrderedDict())
-        key = (task.task_id, digest(task.private_params))
+        key = (task.task_id, digest([task.private_params, task.faults]))
         hit = cache.get(key)
         if hit is None:
             world = self.build_world(task)
