@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from curation.funnel import funnel as curation_funnel
 from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -34,6 +35,7 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
         ).fetchall()
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    funnels = curation_funnel(con, [r.id for r in rounds])
     rows = []
     for rnd in rounds:
         n, ok = per_round.get(rnd.id, (0, 0))
@@ -54,6 +56,7 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
                 "needs_fix": votes.count("needs_fix"),
+                "funnel": funnels.get(rnd.id),
             }
         )
     return rows
@@ -79,6 +82,39 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             str(r["rejected"]),
             str(r["needs_fix"]),
         )
+    console.print(table)
+    print_funnels(console, rows)
+
+
+# (column title, check, marks that count) of the funnel table, in cascade order
+FUNNEL_COLUMNS = (
+    ("broken", "schema", ("broken",)),
+    ("replay≠", "replay", ("mismatch",)),
+    ("flagged", "heuristics", ("flagged",)),
+    ("dup", "exact_duplicate", ("duplicate",)),
+    ("near-dup", "near_duplicate", ("near_duplicate",)),
+    ("costlier", "selection", ("alternative",)),
+    ("failed", "selection", ("evidence",)),
+    ("pii", "pii", ("found",)),
+    ("to people", "routing", ("needs_review", "sampled")),
+)
+
+
+def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The curation funnel per round: in, what each step marked, out (passed every gate)."""
+    curated = [r for r in rows if r.get("funnel")]
+    if not curated:
+        return
+    table = Table(title="Curation funnel (episodes marked by each step)", box=box.SIMPLE_HEAD)
+    table.add_column("round", no_wrap=True)
+    table.add_column("in", justify="right")
+    for title, _, _ in FUNNEL_COLUMNS:
+        table.add_column(title, justify="right", no_wrap=True)
+    table.add_column("out", justify="right")
+    for r in curated:
+        f = r["funnel"]
+        cells = [str(sum(f["steps"].get(check, {}).get(m, 0) for m in marks)) for _, check, marks in FUNNEL_COLUMNS]
+        table.add_row(r["round"], str(f["in"]), *cells, str(f["out"]))
     console.print(table)
 
 
