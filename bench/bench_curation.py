@@ -5,9 +5,10 @@
 
 Data: a pool of real episodes (real tasks, the scripted policy, the simulated phone)
 is cloned at the Arrow level into N episodes: each clone gets its own task id,
-episode ids and a reworded instruction, keeps its base's seed, calls and final state
-(so replay re-executes every clone for real and matches), and shares its base's calls
-(so every clone is a near-duplicate candidate: the worst case for dedup).
+episode ids, a ticket number in its instruction and in its finish call, and keeps its
+base's seed, tool calls and final state (so replay re-executes every clone for real and
+matches). Clones of one base share their tool calls, so LSH proposes many candidate
+pairs among them; only clones of bases with many calls end up near duplicates.
 
 Each phase runs in a child process of its own, so its wall time and peak resident
 memory (ru_maxrss) are its own. Ratios compare the larger size with the smaller.
@@ -74,6 +75,12 @@ def _clone(pool: dict[str, pa.Table], c: int) -> dict[str, pa.Table]:
         e = e.set_column(e.schema.get_field_index(col), col, _suffix(e[col], tag))
     e = e.set_column(e.schema.get_field_index("instruction"), "instruction", _suffix(e["instruction"], words))
     s = pool["steps"].set_column(0, "episode_id", _suffix(pool["steps"]["episode_id"], tag))
+    if c:  # the clone's finish carries its ticket: clones share tool calls, not every call
+        args = s["action_arguments"]
+        ticket = pc.replace_substring_regex(args, pattern='^\\{"', replacement=f'{{"ticket":"{c}","',
+                                            max_replacements=1)
+        s = s.set_column(s.schema.get_field_index("action_arguments"), "action_arguments",
+                         pc.if_else(pc.equal(s["action_kind"], "finish"), ticket, args))
     o = pool["outcomes"].set_column(0, "episode_id", _suffix(pool["outcomes"]["episode_id"], tag))
     return {"tasks": t, "episodes": e, "steps": s, "outcomes": o}
 

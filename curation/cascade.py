@@ -10,7 +10,7 @@ gets one mark per step, and the funnel counts what each step marked.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +46,7 @@ class CascadeConfig:
 class CascadeInput:
     episodes: pd.DataFrame  # curation.frame.episode_frame
     steps: pd.DataFrame  # curation.frame.step_frame
-    tasks: dict[str, TaskSpec]
+    tasks: Mapping[str, TaskSpec]
     prior_exact: dict[str, str] = field(default_factory=dict)  # exact key -> owner, earlier rounds
     known_failure_types: set[str] = field(default_factory=set)
     fetch_results: Callable[[list[str]], pd.DataFrame] | None = None

@@ -7,8 +7,14 @@ query states exactly what it reads, so every step declares its inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 import duckdb
 import pandas as pd
+import pyarrow as pa
+
+from warehouse.contract import TaskSpec
+from warehouse.schemas import TABLES, from_row
 
 EPISODE_COLUMNS = """
     e.episode_id, e.round_id, e.task_id, e.family, e.template, e.split, e.instruction, e.policy,
@@ -50,7 +56,7 @@ def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
     sql = """
         SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
                feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
-               verification_label, feedback_state_hash
+               verification_label
         FROM steps
         WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
         ORDER BY episode_id, "index"
@@ -70,3 +76,31 @@ def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.D
         ).df()
     finally:
         con.unregister("_want")
+
+
+class TaskLookup(Mapping):
+    """Tasks by id, built on demand from their Arrow rows (50k TaskSpec objects held at
+    once would cost far more memory than the columns)."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.index = {tid: i for i, tid in enumerate(table.column("task_id").to_pylist())}
+
+    def __getitem__(self, task_id: str) -> TaskSpec:
+        i = self.index[task_id]
+        return from_row(TABLES["tasks"], self.table.slice(i, 1).to_pylist()[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
+    """The tasks of ``round_id``'s episodes."""
+    table = con.sql(
+        "SELECT DISTINCT ON (task_id) * FROM tasks WHERE task_id IN (SELECT task_id FROM episodes WHERE round_id = $r)",
+        params={"r": round_id},
+    ).to_arrow_table()
+    return TaskLookup(table)

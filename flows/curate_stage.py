@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from curation.cascade import CascadeConfig, CascadeInput, run_cascade
-from curation.frame import episode_frame, step_frame, step_results
+from curation.frame import episode_frame, step_frame, step_results, task_lookup
 from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
-from warehouse.query import iter_records
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -36,8 +35,7 @@ def cascade_input(store: Store, round_id: str) -> CascadeInput:
     known = {t for (t,) in con.execute(
         "SELECT DISTINCT json_extract_string(o.failure, '$.type') FROM outcomes o JOIN episodes e USING (episode_id) "
         "WHERE e.round_id <> ? AND o.failure IS NOT NULL", [round_id]).fetchall() if t}
-    tasks = {t.task_id: t for t in iter_records(
-        con, "tasks", "task_id IN (SELECT task_id FROM episodes WHERE round_id = ?)", [round_id])}
+    tasks = task_lookup(con, round_id)
     return CascadeInput(
         episodes=episode_frame(con, round_id), steps=step_frame(con, round_id), tasks=tasks,
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),

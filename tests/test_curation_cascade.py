@@ -31,7 +31,7 @@ def curated(tmp_path_factory):
 
 def _steps(rows):
     base = {"actor": "planner", "action_call_id": "", "feedback_ok": True, "error_code": None,
-            "verification_label": "ok", "feedback_state_hash": ""}
+            "verification_label": "ok"}
     return pd.DataFrame([{**base, **r} for r in rows])
 
 

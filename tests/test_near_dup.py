@@ -104,3 +104,18 @@ def test_minhash_estimates_jaccard():
     gb = {b[i:i + 5] for i in range(len(b) - 4)}
     true = len(ga & gb) / len(ga | gb)
     assert abs((sig[0] == sig[1]).mean() - true) < 0.1
+
+
+def test_readme_s_curve_matches_the_configured_bands():
+    import re
+    from pathlib import Path
+
+    from curation.minhash import s_curve_table
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    bands, rows = NearDupConfig().bands()
+    assert f"<!-- s-curve: bands={bands} rows={rows} -->" in text
+    table = dict(re.findall(r"^\| (\d\.\d\d) \| (\d\.\d\d\d) \|$", text, flags=re.M))
+    assert table, "the S-curve table is missing from the README"
+    for j, p in s_curve_table(bands, rows, [float(k) for k in table]):
+        assert table[f"{j:.2f}"] == f"{p:.3f}"
