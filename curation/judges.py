@@ -57,14 +57,15 @@ class ScriptedJudge:
 class EndpointJudge:
     """A judge behind an OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, a hosted API)."""
 
-    def __init__(self, name: str, *, base_url: str, model: str, api_key: str = "none", timeout: float = 60.0):
+    def __init__(self, name: str, *, base_url: str, model: str, api_key: str = "none", timeout: float = 60.0,
+                 temperature: float = 0.0):
         from openai import OpenAI
 
-        self.name, self.model = name, model
+        self.name, self.model, self.temperature = name, model, temperature
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
 
     def reply(self, messages: list[dict[str, str]]) -> str:
-        resp = self.client.chat.completions.create(model=self.model, messages=messages, temperature=0.0)
+        resp = self.client.chat.completions.create(model=self.model, messages=messages, temperature=self.temperature)
         return resp.choices[0].message.content or ""
 
 

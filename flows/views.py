@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from curation.funnel import funnel as curation_funnel
+from curation.judges import agreement_with_people
 from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -36,6 +37,11 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
     funnels = curation_funnel(con, [r.id for r in rounds])
+    judged: dict[str, dict[str, bool]] = {}
+    for rid, eid, mark in con.execute(
+        "SELECT round_id, episode_id, mark FROM marks WHERE \"check\" = 'judges' AND mark IN ('judge_pass', 'judge_fail')"
+    ).fetchall():
+        judged.setdefault(rid, {})[eid] = mark == "judge_pass"
     rows = []
     for rnd in rounds:
         n, ok = per_round.get(rnd.id, (0, 0))
@@ -57,6 +63,9 @@ def status_rows(store: Store) -> list[dict[str, Any]]:
                 "rejected": votes.count("reject"),
                 "needs_fix": votes.count("needs_fix"),
                 "funnel": funnels.get(rnd.id),
+                "judge_agreement": agreement_with_people(
+                    judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id}
+                ) if rnd.id in judged else None,
             }
         )
     return rows
@@ -116,6 +125,11 @@ def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
         cells = [str(sum(f["steps"].get(check, {}).get(m, 0) for m in marks)) for _, check, marks in FUNNEL_COLUMNS]
         table.add_row(r["round"], str(f["in"]), *cells, str(f["out"]))
     console.print(table)
+    for r in curated:
+        a = r.get("judge_agreement")
+        if a and a["compared"]:
+            console.print(f"{r['round']}: model judges agree with people on {a['agreement']:.0%} of {a['compared']} "
+                          f"reviewed episodes")
 
 
 def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:

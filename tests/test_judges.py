@@ -101,3 +101,33 @@ def test_endpoint_judge_against_a_local_openai_compatible_server(local_endpoint)
     assert marks.loc["e1", "mark"] == "judge_pass"
     assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
     assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+
+
+def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_endpoint, tmp_path):
+    from datetime import UTC, datetime
+
+    from flows.views import status_rows
+    from warehouse import state
+
+    from tests.curation_data import build_round
+
+    url, requests = local_endpoint
+    store, round_id = build_round(tmp_path / "data", episodes=20, rollouts=2,
+                                  curation={"judge_base_url": url, "judge_model": "m", "judge_k": 3})
+    con = store.duck()
+    marks = dict(con.execute('SELECT mark, count(*) FROM marks WHERE "check" = \'judges\' GROUP BY 1').fetchall())
+    assert sum(marks.values()) == 20 and marks.get("judge_pass", 0) > 0
+    assert len(requests) == 60 and requests[0]["temperature"] == 0.7
+    routed = con.execute(
+        "SELECT count(*) FROM marks m JOIN outcomes o USING (episode_id) WHERE m.\"check\" = 'routing' "
+        "AND m.reason LIKE '%judges disagree%'").fetchone()[0]
+    failures = con.execute("SELECT count(*) FROM outcomes WHERE NOT success").fetchone()[0]
+    assert routed == failures  # the fake endpoint passes every failure, so each one disagrees with the verifier
+    eid = con.execute("SELECT episode_id FROM episodes LIMIT 1").fetchone()[0]
+    with store.session() as s:
+        s.add(state.Review(episode_id=eid, round_id=round_id, reviewer="ana", decision="reject",
+                           decided_at=datetime.now(UTC)))
+        s.commit()
+    row = status_rows(store)[0]
+    assert row["judge_agreement"]["compared"] == 1
+    assert row["funnel"]["steps"]["judges"] == marks

@@ -55,6 +55,11 @@ class CurationSettings(BaseModel):
     pii_kinds: list[Literal["email", "card", "account", "phone", "address"]] = Field(
         default_factory=lambda: ["email", "card", "account", "phone", "address"]
     )
+    # model judges run only when an OpenAI-compatible endpoint is set
+    judge_base_url: str | None = None
+    judge_model: str = ""
+    judge_api_key: str = "none"
+    judge_k: int = Field(3, ge=1, le=9)
 
 
 class Settings(BaseSettings):
