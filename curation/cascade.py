@@ -21,7 +21,7 @@ from curation.exact_dup import exact_duplicate_marks
 from curation.heuristics import heuristic_marks
 from curation.judges import Judge, judge_marks
 from curation.marking import marks_frame
-from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.near_dup import NearDupConfig, near_duplicate_marks, near_duplicate_marks_with_history
 from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
@@ -54,6 +54,7 @@ class CascadeInput:
     fetch_results: Callable[[list[str]], pd.DataFrame] | None = None
     replay: ReplayFn = replay_hash
     judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
+    prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
 
 
 @dataclass
@@ -100,7 +101,12 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
     out.append(exact)
     eligible = sound & exact["passed"].to_numpy()
     rate = ep.groupby("task_id")["success"].mean()
-    near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
+    if inp.prior_near is not None and len(inp.prior_near[0]):
+        prior_ep, prior_st = inp.prior_near
+        near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
+                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"])
+    else:
+        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))

@@ -104,3 +104,34 @@ def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
         params={"r": round_id},
     ).to_arrow_table()
     return TaskLookup(table)
+
+
+def prior_representatives(
+    con: duckdb.DuckDBPyConnection, round_id: str, history: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(episodes, steps) of up to ``history`` rounds before ``round_id`` that earlier
+    cascades kept: sound, not exact or near duplicates. Ordered by episode id."""
+    sql_eps = """
+        WITH r AS (SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h),
+        keep AS (
+            SELECT episode_id FROM marks
+            WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
+            GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
+        )
+        SELECT e.episode_id, e.round_id, e.task_id, e.instruction, o.success, t.difficulty, o.steps AS n_steps
+        FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty FROM tasks) t ON t.task_id = e.task_id
+        ORDER BY e.episode_id
+    """
+    eps = con.execute(sql_eps, {"r": round_id, "h": history}).df()
+    if eps.empty:
+        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments"])
+    con.register("_prior", eps[["episode_id"]])
+    try:
+        steps = con.execute(
+            'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
+            'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"'
+        ).df()
+    finally:
+        con.unregister("_prior")
+    return eps, steps

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from curation.cascade import CascadeConfig, CascadeInput, run_cascade
-from curation.frame import episode_frame, step_frame, step_results, task_lookup
+from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
 from curation.marking import to_arrow
 from curation.judges import EndpointJudge
 from curation.near_dup import NearDupConfig
@@ -49,10 +49,12 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
         "SELECT DISTINCT json_extract_string(o.failure, '$.type') FROM outcomes o JOIN episodes e USING (episode_id) "
         "WHERE e.round_id <> ? AND o.failure IS NOT NULL", [round_id]).fetchall() if t}
     tasks = task_lookup(con, round_id)
+    history = settings.curation.near_dup_history_rounds if settings is not None else 3
     return CascadeInput(
         episodes=episode_frame(con, round_id), steps=step_frame(con, round_id), tasks=tasks,
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),
         judges=judges_from(settings),
+        prior_near=prior_representatives(con, round_id, history) if history else None,
     )
 
 
