@@ -10,7 +10,7 @@ gets one mark per step, and the funnel counts what each step marked.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,8 +19,9 @@ import pandas as pd
 from curation.cost_select import selection_marks
 from curation.exact_dup import exact_duplicate_marks
 from curation.heuristics import heuristic_marks
+from curation.judges import Judge, judge_marks
 from curation.marking import marks_frame
-from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.near_dup import NearDupConfig, near_duplicate_marks, near_duplicate_marks_with_history
 from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
@@ -31,7 +32,8 @@ from warehouse.contract import TaskSpec
 
 # the checks whose failure keeps an episode out of SFT exports, in cascade order
 GATING = ("schema", "replay", "exact_duplicate", "near_duplicate", "selection")
-STEPS = ("verified", "schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "pii", "routing")
+STEPS = ("verified", "schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "pii", "judges",
+         "routing")
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,13 @@ class CascadeConfig:
 class CascadeInput:
     episodes: pd.DataFrame  # curation.frame.episode_frame
     steps: pd.DataFrame  # curation.frame.step_frame
-    tasks: dict[str, TaskSpec]
+    tasks: Mapping[str, TaskSpec]
     prior_exact: dict[str, str] = field(default_factory=dict)  # exact key -> owner, earlier rounds
     known_failure_types: set[str] = field(default_factory=set)
     fetch_results: Callable[[list[str]], pd.DataFrame] | None = None
     replay: ReplayFn = replay_hash
+    judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
+    prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
 
 
 @dataclass
@@ -97,13 +101,25 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
     out.append(exact)
     eligible = sound & exact["passed"].to_numpy()
     rate = ep.groupby("task_id")["success"].mean()
-    near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
+    if inp.prior_near is not None and len(inp.prior_near[0]):
+        prior_ep, prior_st = inp.prior_near
+        near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
+                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"])
+    else:
+        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
     out.append(timed("pii", pii_marks, ep, st, config.pii_kinds))
+    disagree = None
+    if inp.judges:
+        judged = timed("judges", judge_marks, ep, st, inp.judges)
+        out.append(judged)
+        usable = judged["mark"].isin(["judge_pass", "judge_fail"]).to_numpy()
+        verified = ep["success"].fillna(False).to_numpy(dtype=bool)
+        disagree = usable & ((judged["mark"] == "judge_pass").to_numpy() != verified)
     out.append(timed("routing", routing_marks, ep, st, heur["passed"].to_numpy(), inp.known_failure_types,
-                     config.review_rate))
+                     config.review_rate, judges_disagree=disagree))
     marks = pd.concat(out, ignore_index=True)
     return CascadeResult(marks, funnel_from_marks(marks, len(ep)), seconds)
 

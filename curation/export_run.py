@@ -119,7 +119,9 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         schemas = tools(ep["task_tools"])
         meta = _meta(ep)
         if fmt == "openai":
-            row = {"messages": [m for m, _ in turns], "tools": schemas, "metadata": meta}
+            # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
+            messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]
+            row = {"messages": messages, "tools": schemas, "metadata": meta}
             if check_record(row):
                 tally.excluded["invalid_record"] += 1
                 continue

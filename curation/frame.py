@@ -7,8 +7,14 @@ query states exactly what it reads, so every step declares its inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 import duckdb
 import pandas as pd
+import pyarrow as pa
+
+from warehouse.contract import TaskSpec
+from warehouse.schemas import TABLES, from_row
 
 EPISODE_COLUMNS = """
     e.episode_id, e.round_id, e.task_id, e.family, e.template, e.split, e.instruction, e.policy,
@@ -50,7 +56,7 @@ def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
     sql = """
         SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
                feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
-               verification_label, feedback_state_hash
+               verification_label
         FROM steps
         WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
         ORDER BY episode_id, "index"
@@ -70,3 +76,62 @@ def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.D
         ).df()
     finally:
         con.unregister("_want")
+
+
+class TaskLookup(Mapping):
+    """Tasks by id, built on demand from their Arrow rows (50k TaskSpec objects held at
+    once would cost far more memory than the columns)."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.index = {tid: i for i, tid in enumerate(table.column("task_id").to_pylist())}
+
+    def __getitem__(self, task_id: str) -> TaskSpec:
+        i = self.index[task_id]
+        return from_row(TABLES["tasks"], self.table.slice(i, 1).to_pylist()[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
+    """The tasks of ``round_id``'s episodes."""
+    table = con.sql(
+        "SELECT DISTINCT ON (task_id) * FROM tasks WHERE task_id IN (SELECT task_id FROM episodes WHERE round_id = $r)",
+        params={"r": round_id},
+    ).to_arrow_table()
+    return TaskLookup(table)
+
+
+def prior_representatives(
+    con: duckdb.DuckDBPyConnection, round_id: str, history: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(episodes, steps) of up to ``history`` rounds before ``round_id`` that earlier
+    cascades kept: sound, not exact or near duplicates. Ordered by episode id."""
+    sql_eps = """
+        WITH r AS (SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h),
+        keep AS (
+            SELECT episode_id FROM marks
+            WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
+            GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
+        )
+        SELECT e.episode_id, e.round_id, e.task_id, e.instruction, o.success, t.difficulty, o.steps AS n_steps
+        FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty FROM tasks) t ON t.task_id = e.task_id
+        ORDER BY e.episode_id
+    """
+    eps = con.execute(sql_eps, {"r": round_id, "h": history}).df()
+    if eps.empty:
+        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments"])
+    con.register("_prior", eps[["episode_id"]])
+    try:
+        steps = con.execute(
+            'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
+            'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"'
+        ).df()
+    finally:
+        con.unregister("_prior")
+    return eps, steps

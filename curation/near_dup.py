@@ -124,11 +124,14 @@ def near_duplicate_marks(
     eligible: np.ndarray,
     task_success_rate: pd.Series,
     config: NearDupConfig = NearDupConfig(),
+    anchors: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """A ``near_duplicate`` mark per episode.
 
     Only ``eligible`` episodes (sound, not exact duplicates) are compared; the others
-    are marked ``not_compared``."""
+    are marked ``not_compared``. ``anchors`` flags rows from earlier rounds: they take
+    part in clusters and are kept before any other member (earlier rounds' decisions
+    stand), but get no mark of their own."""
     hasher = MinHasher(config.num_perm)
     call_sig, instr_sig, has_calls = signatures(episodes, steps, near_calls, hasher, config.ngram)
     bands, rows = config.bands()
@@ -147,14 +150,16 @@ def near_duplicate_marks(
         np.maximum.at(best_score, hits[:, 0], score[score >= config.threshold])
         np.maximum.at(best_score, hits[:, 1], score[score >= config.threshold])
     root = _components(len(episodes), hits)
+    anchor = anchors if anchors is not None else np.zeros(len(episodes), dtype=bool)
     hardness = pd.DataFrame({
         "root": root,
+        "anchor": ~anchor,
         "difficulty": -episodes["difficulty"].fillna(1).to_numpy(),
         "rate": task_success_rate.reindex(episodes["task_id"]).fillna(0).to_numpy(),
         "steps": -episodes["n_steps"].fillna(0).to_numpy(),
         "eid": episodes["episode_id"].to_numpy(),
     })
-    keeper = hardness.sort_values(["root", "difficulty", "rate", "steps", "eid"]).groupby("root")["eid"].first()
+    keeper = hardness.sort_values(["root", "anchor", "difficulty", "rate", "steps", "eid"]).groupby("root")["eid"].first()
     kept_id = keeper.reindex(root).to_numpy()
     size = pd.Series(root).map(pd.Series(root).value_counts()).to_numpy()
     eids = episodes["episode_id"].to_numpy()
@@ -176,4 +181,42 @@ def near_duplicate_marks(
             reason.append(f"near duplicate of {kept_id[i]} (score {best_score[i]:.2f})")
             detail.append({"cluster": kept_id[i], "duplicate_of": kept_id[i], "size": int(size[i]),
                            "score": round(float(best_score[i]), 3)})
-    return marks_frame(episodes, CHECK, mark, passed, reason, detail)
+    marks = marks_frame(episodes, CHECK, mark, passed, reason, detail)
+    return marks[~anchor].reset_index(drop=True) if anchor.any() else marks
+
+
+_PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "instruction", "success", "difficulty", "n_steps"]
+
+
+def near_duplicate_marks_with_history(
+    episodes: pd.DataFrame,
+    steps: pd.DataFrame,
+    near_calls: pd.Series,
+    eligible: np.ndarray,
+    task_success_rate: pd.Series,
+    config: NearDupConfig,
+    prior_episodes: pd.DataFrame,
+    prior_steps: pd.DataFrame,
+    prior_near_calls: pd.Series,
+) -> pd.DataFrame:
+    """Near-duplicate marks for ``episodes``, also against earlier rounds' representatives.
+
+    A member of a cluster that holds an earlier episode is a near duplicate of it.
+    Marks come back in the order of ``episodes``."""
+    prior_keep = ~prior_episodes["episode_id"].isin(episodes["episode_id"]).to_numpy()
+    pe = prior_episodes.loc[prior_keep, _PRIOR_COLUMNS]
+    ps_mask = prior_steps["episode_id"].isin(pe["episode_id"]).to_numpy()
+    all_ep = pd.concat([episodes[_PRIOR_COLUMNS].assign(_anchor=False, _eligible=eligible),
+                        pe.assign(_anchor=True, _eligible=True)], ignore_index=True)
+    all_ep = all_ep.sort_values("episode_id", kind="stable").reset_index(drop=True)
+    all_steps = pd.concat([
+        pd.DataFrame({"episode_id": steps["episode_id"].to_numpy(), "index": steps["index"].to_numpy(),
+                      "near": near_calls.to_numpy()}),
+        pd.DataFrame({"episode_id": prior_steps["episode_id"].to_numpy()[ps_mask],
+                      "index": prior_steps["index"].to_numpy()[ps_mask], "near": prior_near_calls.to_numpy()[ps_mask]}),
+    ], ignore_index=True).sort_values(["episode_id", "index"], kind="stable").reset_index(drop=True)
+    marks = near_duplicate_marks(
+        all_ep, all_steps, all_steps["near"], all_ep["_eligible"].to_numpy(dtype=bool), task_success_rate, config,
+        anchors=all_ep["_anchor"].to_numpy(dtype=bool),
+    )
+    return marks.set_index("episode_id").loc[episodes["episode_id"]].reset_index()[list(marks.columns)]

@@ -8,7 +8,7 @@ replay from and are marked ``not_replayable`` (routing sends them to people).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ def replay_marks(
     episodes: pd.DataFrame,
     steps: pd.DataFrame,
     args: list[dict],
-    tasks: dict[str, TaskSpec],
+    tasks: Mapping[str, TaskSpec],
     skip: set[str],
     replay: ReplayFn = replay_hash,
 ) -> pd.DataFrame:
@@ -57,22 +57,27 @@ def replay_marks(
     starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
     ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
     kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
-    memo: dict[tuple[str, str], str] = {}
-    mark, passed, reason, detail = [], [], [], []
-    for eid, tid, source, recorded, a, b in zip(
-        episodes["episode_id"], episodes["task_id"], episodes["source"], episodes["final_state_hash"], starts, ends
-    ):
-        if source == "external":
-            mark.append("not_replayable"), passed.append(True)
-            reason.append("external import: no seed to rebuild its world from"), detail.append(None)
+    memo: dict[str, str] = {}  # actions digest -> final hash, for the task being replayed
+    n = len(episodes)
+    mark, passed, reason = [""] * n, [False] * n, [""] * n
+    detail: list[dict | None] = [None] * n
+    eids, tids = episodes["episode_id"].to_numpy(), episodes["task_id"].to_numpy()
+    sources, recorded_hashes = episodes["source"].to_numpy(), episodes["final_state_hash"].to_numpy()
+    current, task = None, None
+    # task by task, so each task is built once and memo and task are dropped after it
+    for i in np.argsort(tids.astype(str), kind="stable"):
+        eid, tid, recorded = eids[i], tids[i], recorded_hashes[i]
+        if sources[i] == "external":
+            mark[i], passed[i], reason[i] = "not_replayable", True, "external import: no seed to rebuild its world from"
             continue
-        task = tasks.get(tid)
+        if tid != current:
+            current, memo = tid, {}
+            task = tasks.get(tid) if tid is not None else None
         if eid in skip or task is None:
-            mark.append("skipped"), passed.append(False)
-            reason.append("schema check failed: nothing sound to replay"), detail.append(None)
+            mark[i], reason[i] = "skipped", "schema check failed: nothing sound to replay"
             continue
-        actions = [(kinds[i], tools[i], args[i]) for i in range(a, b)]
-        key = (tid, digest(actions, 24))
+        actions = [(kinds[j], tools[j], args[j]) for j in range(starts[i], ends[i])]
+        key = digest(actions, 24)
         got = memo.get(key)
         if got is None:
             try:
@@ -80,7 +85,8 @@ def replay_marks(
             except Exception as exc:  # a replay crash is a finding about this episode, not a crash of the batch
                 got = memo[key] = f"error: {type(exc).__name__}: {exc}"
         ok = got == recorded
-        mark.append("match" if ok else "mismatch"), passed.append(ok)
-        reason.append("" if ok else f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}")
-        detail.append(None if ok else {"replayed": got, "recorded": recorded})
+        mark[i], passed[i] = ("match" if ok else "mismatch"), ok
+        if not ok:
+            reason[i] = f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}"
+            detail[i] = {"replayed": got, "recorded": recorded}
     return marks_frame(episodes, CHECK, mark, passed, reason, detail)

@@ -2,7 +2,8 @@
 
 Routed for a reason: the verifier passed an episode the heuristics flagged; a payment
 or permission tool was touched; an external import (no replay); a failure type not
-seen in earlier rounds (the first few of each). Plus a stratified random sample of the
+seen in earlier rounds (the first few of each); model judges that disagree with the
+verifier (when judges ran). Plus a stratified random sample of the
 rest: ``rate`` of each (family, success) stratum, at least one each, chosen by a hash
 of the episode id so the sample is stable across reruns.
 """
@@ -36,6 +37,8 @@ def routing_marks(
     heuristics_passed: np.ndarray,
     known_failure_types: set[str],
     rate: float = 0.05,
+    *,
+    judges_disagree: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto."""
     success = episodes["success"].fillna(False).to_numpy(dtype=bool)
@@ -58,6 +61,9 @@ def routing_marks(
         "payment or permission tool touched": np.isin(eids, list(touched)),
         "external import without replay": (episodes["source"] == "external").to_numpy(),
         "novel failure type": novel,
+        "model judges disagree with the verifier": (
+            judges_disagree if judges_disagree is not None else np.zeros(len(eids), dtype=bool)
+        ),
     }
     for text, mask in rules.items():
         for i in np.flatnonzero(mask):

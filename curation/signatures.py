@@ -62,20 +62,29 @@ def near_call(kind: str, tool: str, args: dict[str, Any]) -> str | None:
     """The call as dedup sees it; None for steps that say nothing about the work."""
     if kind == "tool_call":
         return canonical_json([tool, normalise_value(args)])
-    if kind == "finish":
-        return canonical_json(["finish", normalise_value(args.get("status")), normalise_value(args.get("answer"))])
+    if kind == "finish":  # its structured fields; the free-text summary and claims are wording
+        return canonical_json(["finish", normalise_value({k: v for k, v in args.items() if k not in ("summary", "claims")})])
     if kind == "ask_user":
         return "ask_user"
     return None
 
 
 def call_columns(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per planner step: the exact call text and the near-call text (or None)."""
-    args = parse_arguments(steps["action_arguments"])
-    kinds = steps["action_kind"].tolist()
-    tools = steps["action_tool"].fillna("").tolist()
-    exact = [canonical_json([k, t, normalise_value(a)]) for k, t, a in zip(kinds, tools, args)]
-    near = [near_call(k, t, a) for k, t, a in zip(kinds, tools, args)]
+    """Per step: the exact call text, the near-call text (or None) and the parsed arguments.
+
+    Memoised on the raw (kind, tool, arguments) text: rollouts repeat the same calls, so
+    most steps are parsed once per distinct call. The parsed dicts are shared between
+    steps with equal text; treat them as read-only."""
+    memo: dict[tuple, tuple[str, str | None, dict]] = {}
+    exact, near, args = [], [], []
+    for kind, tool, raw in zip(steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist(),
+                               steps["action_arguments"].tolist()):
+        key = (kind, tool, raw)
+        hit = memo.get(key)
+        if hit is None:
+            parsed = parse_arguments(pd.Series([raw]))[0]
+            hit = memo[key] = (canonical_json([kind, tool, normalise_value(parsed)]), near_call(kind, tool, parsed), parsed)
+        exact.append(hit[0]), near.append(hit[1]), args.append(hit[2])
     return pd.DataFrame({"exact_call": exact, "near_call": near, "args": args}, index=steps.index)
 
 
@@ -84,14 +93,15 @@ def exact_keys(episodes: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame)
 
     The same definition as :func:`curation.checks.exact_key`, so keys of earlier rounds match."""
     planner = steps["actor"].to_numpy() == "planner"
-    joined = (
-        pd.DataFrame({"episode_id": steps["episode_id"].to_numpy()[planner], "c": calls["exact_call"].to_numpy()[planner]})
-        .groupby("episode_id", sort=False)["c"]
-        .agg(lambda cs: "[" + ",".join(cs) + "]")
-    )
+    step_eids = steps["episode_id"].to_numpy()[planner]
+    texts = calls["exact_call"].to_numpy()[planner]
+    eids = episodes["episode_id"].to_numpy()
+    # steps are ordered by episode id like ``episodes``: each episode's calls are one slice
+    lo = np.searchsorted(step_eids, eids, side="left")
+    hi = np.searchsorted(step_eids, eids, side="right")
     keys = []
-    for eid, instr, final in zip(episodes["episode_id"], episodes["instruction"], episodes["final_state_hash"]):
-        call_list = joined.get(eid, "[]")
+    for a, b, instr, final in zip(lo, hi, episodes["instruction"].tolist(), episodes["final_state_hash"].tolist()):
+        call_list = "[" + ",".join(texts[a:b]) + "]"
         text = canonical_json([normalise_text(instr or ""), "\x00", final or ""])
         # canonical_json of the nested calls list equals joining canonical call texts with commas
         keys.append(digest(text.replace('"\\u0000"', call_list, 1), 24))

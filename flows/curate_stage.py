@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from curation.cascade import CascadeConfig, CascadeInput, run_cascade
-from curation.frame import episode_frame, step_frame, step_results
+from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
 from curation.marking import to_arrow
+from curation.judges import EndpointJudge
 from curation.near_dup import NearDupConfig
-from warehouse.query import iter_records
+from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -26,7 +27,18 @@ def cascade_config(settings: Settings | None) -> CascadeConfig:
     )
 
 
-def cascade_input(store: Store, round_id: str) -> CascadeInput:
+def judges_from(settings: Settings | None) -> list:
+    """k endpoint judges when ``curation.judge_base_url`` is set; none otherwise."""
+    if settings is None or not settings.curation.judge_base_url:
+        return []
+    c = settings.curation
+    if not c.judge_model:
+        raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
+    return [EndpointJudge(f"judge-{i + 1}", base_url=c.judge_base_url, model=c.judge_model, api_key=c.judge_api_key,
+                          temperature=0.0 if c.judge_k == 1 else 0.7) for i in range(c.judge_k)]
+
+
+def cascade_input(store: Store, round_id: str, settings: Settings | None = None) -> CascadeInput:
     """Everything the cascade reads for ``round_id``, plus what earlier rounds decided."""
     con = store.duck()
     prior = dict(con.execute(
@@ -36,16 +48,18 @@ def cascade_input(store: Store, round_id: str) -> CascadeInput:
     known = {t for (t,) in con.execute(
         "SELECT DISTINCT json_extract_string(o.failure, '$.type') FROM outcomes o JOIN episodes e USING (episode_id) "
         "WHERE e.round_id <> ? AND o.failure IS NOT NULL", [round_id]).fetchall() if t}
-    tasks = {t.task_id: t for t in iter_records(
-        con, "tasks", "task_id IN (SELECT task_id FROM episodes WHERE round_id = ?)", [round_id])}
+    tasks = task_lookup(con, round_id)
+    history = settings.curation.near_dup_history_rounds if settings is not None else 3
     return CascadeInput(
         episodes=episode_frame(con, round_id), steps=step_frame(con, round_id), tasks=tasks,
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),
+        judges=judges_from(settings),
+        prior_near=prior_representatives(con, round_id, history) if history else None,
     )
 
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None) -> dict[str, Any]:
     """Run the cascade on a round and commit its marks; returns the funnel."""
-    result = run_cascade(cascade_input(store, round_id), cascade_config(settings))
+    result = run_cascade(cascade_input(store, round_id, settings), cascade_config(settings))
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}

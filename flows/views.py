@@ -8,6 +8,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from curation.funnel import funnel as curation_funnel
+from curation.judges import agreement_with_people
 from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -54,6 +56,12 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
     costs = round_costs(con, prices)
+    funnels = curation_funnel(con, [r.id for r in rounds])
+    judged: dict[str, dict[str, bool]] = {}
+    for rid, eid, mark in con.execute(
+        "SELECT round_id, episode_id, mark FROM marks WHERE \"check\" = 'judges' AND mark IN ('judge_pass', 'judge_fail')"
+    ).fetchall():
+        judged.setdefault(rid, {})[eid] = mark == "judge_pass"
     rows = []
     for rnd in rounds:
         n, ok = per_round.get(rnd.id, (0, 0))
@@ -76,6 +84,10 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
                 "needs_fix": votes.count("needs_fix"),
                 **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                      "cost_usd": None}),
+                "funnel": funnels.get(rnd.id),
+                "judge_agreement": agreement_with_people(
+                    judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id}
+                ) if rnd.id in judged else None,
             }
         )
         cost, approved = rows[-1]["cost_usd"], rows[-1]["approved"]
@@ -117,6 +129,44 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "-",
         )
     console.print(table)
+    print_funnels(console, rows)
+
+
+# (column title, check, marks that count) of the funnel table, in cascade order
+FUNNEL_COLUMNS = (
+    ("broken", "schema", ("broken",)),
+    ("replay≠", "replay", ("mismatch",)),
+    ("flagged", "heuristics", ("flagged",)),
+    ("dup", "exact_duplicate", ("duplicate",)),
+    ("near-dup", "near_duplicate", ("near_duplicate",)),
+    ("costlier", "selection", ("alternative",)),
+    ("failed", "selection", ("evidence",)),
+    ("pii", "pii", ("found",)),
+    ("to people", "routing", ("needs_review", "sampled")),
+)
+
+
+def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The curation funnel per round: in, what each step marked, out (passed every gate)."""
+    curated = [r for r in rows if r.get("funnel")]
+    if not curated:
+        return
+    table = Table(title="Curation funnel (episodes marked by each step)", box=box.SIMPLE_HEAD)
+    table.add_column("round", no_wrap=True)
+    table.add_column("in", justify="right")
+    for title, _, _ in FUNNEL_COLUMNS:
+        table.add_column(title, justify="right", no_wrap=True)
+    table.add_column("out", justify="right")
+    for r in curated:
+        f = r["funnel"]
+        cells = [str(sum(f["steps"].get(check, {}).get(m, 0) for m in marks)) for _, check, marks in FUNNEL_COLUMNS]
+        table.add_row(r["round"], str(f["in"]), *cells, str(f["out"]))
+    console.print(table)
+    for r in curated:
+        a = r.get("judge_agreement")
+        if a and a["compared"]:
+            console.print(f"{r['round']}: model judges agree with people on {a['agreement']:.0%} of {a['compared']} "
+                          f"reviewed episodes")
 
 
 def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:

@@ -11,9 +11,11 @@ from warehouse.settings import load_settings
 from warehouse.store import Store
 
 
-def build_round(data_dir: Path, episodes: int = 200, rollouts: int = 3, seed: int = 0) -> tuple[Store, str]:
+def build_round(data_dir: Path, episodes: int = 200, rollouts: int = 3, seed: int = 0,
+                curation: dict | None = None) -> tuple[Store, str]:
     """A curated round of ``episodes`` in ``data_dir``; returns the store and round id."""
-    settings = load_settings(None, data_dir=data_dir, round={"episodes": episodes, "rollouts": rollouts, "seed": seed})
+    settings = load_settings(None, data_dir=data_dir, round={"episodes": episodes, "rollouts": rollouts, "seed": seed},
+                             curation=curation)
     store = Store(data_dir)
     rnd, _ = stages.open_or_resume_round(store, settings)
     stages.write_tasks(store, rnd.id, rnd.plan)

@@ -105,6 +105,10 @@ def test_sharegpt_masks_turns_marked_wrong(curated, tmp_path):
     assert agent[0]["loss"] is False and all(t["loss"] for t in agent[1:])
     assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
     assert "ana" in manifest["lineage"]["reviewers"]
+    _, manifest = export(store, tmp_path, fmt="openai", include_verified=True)
+    chat = next(r for r in _rows(tmp_path, manifest) if r["metadata"]["episode_id"] == victim)
+    assistant = [m for m in chat["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["weight"] == 0 and all("weight" not in m for m in assistant[1:])
 
 
 def test_pii_is_scrubbed_and_counted(curated, tmp_path):

@@ -104,3 +104,55 @@ def test_minhash_estimates_jaccard():
     gb = {b[i:i + 5] for i in range(len(b) - 4)}
     true = len(ga & gb) / len(ga | gb)
     assert abs((sig[0] == sig[1]).mean() - true) < 0.1
+
+
+def test_readme_s_curve_matches_the_configured_bands():
+    import re
+    from pathlib import Path
+
+    from curation.minhash import s_curve_table
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    bands, rows = NearDupConfig().bands()
+    assert f"<!-- s-curve: bands={bands} rows={rows} -->" in text
+    table = dict(re.findall(r"^\| (\d\.\d\d) \| (\d\.\d\d\d) \|$", text, flags=re.M))
+    assert table, "the S-curve table is missing from the README"
+    for j, p in s_curve_table(bands, rows, [float(k) for k in table]):
+        assert table[f"{j:.2f}"] == f"{p:.3f}"
+
+
+def test_near_duplicates_of_earlier_rounds_point_to_the_earlier_episode(planted):
+    from curation.near_dup import near_duplicate_marks_with_history
+
+    episodes, steps, truth = planted
+    steps = steps.assign(index=steps.groupby("episode_id").cumcount())
+    is_prior = episodes["episode_id"].str.startswith("b").to_numpy()
+    prior_eps, cur_eps = episodes[is_prior].reset_index(drop=True), episodes[~is_prior].reset_index(drop=True)
+    prior_steps = steps[steps["episode_id"].str.startswith("b")].reset_index(drop=True)
+    cur_steps = steps[steps["episode_id"].str.startswith("p")].reset_index(drop=True)
+    marks = near_duplicate_marks_with_history(
+        cur_eps, cur_steps, cur_steps["near"], np.ones(len(cur_eps), dtype=bool), pd.Series(dtype=float),
+        NearDupConfig(), prior_eps, prior_steps, prior_steps["near"],
+    )
+    assert marks["episode_id"].tolist() == cur_eps["episode_id"].tolist()  # only this round is marked
+    dup_of = {e: json.loads(d).get("duplicate_of") for e, d in zip(marks["episode_id"], marks["detail"])}
+    found = sum(dup_of[p] == b for p, b in truth.items())
+    assert found / len(truth) >= 0.95
+
+
+def test_a_second_round_is_curated_against_the_first(tmp_path):
+    from flows.curate_stage import cascade_input
+    from tests.curation_data import build_round
+
+    build_round(tmp_path / "data", episodes=60, rollouts=2)
+    store, second = build_round(tmp_path / "data", episodes=60, rollouts=2)
+    assert second == "r0002"
+    inp = cascade_input(store, second)
+    assert len(inp.prior_near[0]) > 0 and set(inp.prior_near[0]["round_id"]) == {"r0001"}
+    con = store.duck()
+    n = con.execute("SELECT count(*) FROM marks WHERE round_id = 'r0002' AND \"check\" = 'near_duplicate'").fetchone()[0]
+    assert n == 60
+    targets = [json.loads(d)["duplicate_of"] for (d,) in con.execute(
+        "SELECT detail FROM marks WHERE round_id = 'r0002' AND mark = 'near_duplicate'").fetchall()]
+    known = {e for (e,) in con.execute("SELECT episode_id FROM episodes").fetchall()}
+    assert set(targets) <= known

@@ -53,11 +53,17 @@ class CurationSettings(BaseModel):
 
     near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0)
     near_dup_action_weight: float = Field(0.8, ge=0.0, le=1.0)
+    near_dup_history_rounds: int = Field(3, ge=0, le=1000)  # earlier rounds near duplicates are sought in
     cost_tolerance: float = Field(0.25, ge=0.0)
     review_sample_rate: float = Field(0.05, ge=0.0, le=1.0)
     pii_kinds: list[Literal["email", "card", "account", "phone", "address"]] = Field(
         default_factory=lambda: ["email", "card", "account", "phone", "address"]
     )
+    # model judges run only when an OpenAI-compatible endpoint is set
+    judge_base_url: str | None = None
+    judge_model: str = ""
+    judge_api_key: str = "none"
+    judge_k: int = Field(3, ge=1, le=9)
 
 
 class ModelPrice(BaseModel):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse.contract import Action, Feedback, Step, ToolError, Verification
+from warehouse.contract import Action, Cost, Feedback, Step, ToolError, Verification
+
+_COST = Cost()
 
 
 def _json(text: str | None, default: Any) -> Any:
@@ -39,5 +41,8 @@ def step_from_row(row: dict[str, Any]) -> Step:
             result=_json(row.get("feedback_result"), None), state_delta=[], state_hash="",
             notices=list(row.get("feedback_notices") or []),
         ),
-        verification=Verification.model_construct(label=row.get("verification_label") or "ok"),
+        # every field given: pydantic computes a missing default_factory slowly in model_construct
+        verification=Verification.model_construct(milestones=[], minefields=[], progress=0.0,
+                                                  label=row.get("verification_label") or "ok"),
+        cost=_COST,
     )

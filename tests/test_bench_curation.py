@@ -1,0 +1,21 @@
+"""The curation bench runs in its smoke mode, so it cannot rot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_curation_quick_runs_and_prints_ratios():
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_curation.py"), "--quick"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert "time ratio" in lines[0] and "mem ratio" in lines[0]
+    phases = {line.split()[0] + (" " + line.split()[1] if line.startswith("export") else "") for line in lines[1:7]}
+    assert phases == {"cascade", "export openai", "export sharegpt", "export hf", "export dpo", "export rl"}
+    assert any(line.startswith("targets at") for line in lines)
+    assert "Traceback" not in res.stderr

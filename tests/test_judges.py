@@ -1,0 +1,133 @@
+"""Model judges: pure prompt/parse/vote logic with scripted judges, and the endpoint judge
+against a local OpenAI-compatible server of our own."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+import pytest
+
+from curation.judges import EndpointJudge, ScriptedJudge, agreement_with_people, judge_marks, majority, parse_verdict
+
+GOOD = json.dumps({"goal_met": True, "no_harm": True, "efficient": True, "well_explained": True, "why": "fine"})
+SLOPPY = json.dumps({"goal_met": True, "no_harm": True, "efficient": False, "well_explained": True, "why": "detour"})
+
+
+def _frames():
+    eps = pd.DataFrame({"episode_id": ["e1", "e2"], "round_id": "r1", "instruction": ["Delete Ana", "Call Bo"]})
+    steps = pd.DataFrame({
+        "episode_id": ["e1", "e1", "e2"], "action_kind": ["tool_call", "finish", "finish"],
+        "action_tool": ["contacts_delete", "finish", "finish"],
+        "action_arguments": ['{"contact_id":"c1"}', '{"status":"completed"}', '{"status":"infeasible"}'],
+        "feedback_ok": [True, True, True],
+    })
+    return eps, steps
+
+
+def test_parse_keeps_bad_replies_with_a_reason():
+    assert parse_verdict(GOOD)[0]["goal_met"] is True
+    assert parse_verdict("Sure! " + GOOD + " hope that helps")[0] is not None
+    assert parse_verdict("I think it is fine")[0] is None
+    scores, why = parse_verdict('{"goal_met": "yes"}')
+    assert scores is None and "goal_met" in why
+
+
+def test_majority_vote_and_marks_with_scripted_judges():
+    assert majority([None, None]) == {"usable": 0}
+    vote = majority([parse_verdict(GOOD)[0], parse_verdict(SLOPPY)[0], parse_verdict(SLOPPY)[0]])
+    assert vote["efficient"] is False and vote["pass"] is False and not vote["unanimous"]
+    eps, steps = _frames()
+    seen = []
+
+    def by_request(messages):
+        seen.append(messages[1]["content"])
+        return GOOD if "Delete Ana" in messages[1]["content"] else "no idea"
+
+    def broken(messages):
+        raise ConnectionError("refused")
+
+    judges = [ScriptedJudge("a", by_request), ScriptedJudge("b", by_request), ScriptedJudge("c", broken)]
+    marks = judge_marks(eps, steps, judges).set_index("episode_id")
+    assert marks.loc["e1", "mark"] == "judge_pass"
+    assert marks.loc["e2", "mark"] == "judge_error"
+    votes = json.loads(marks.loc["e2", "detail"])["votes"]
+    assert votes[0]["raw"] == "no idea" and "endpoint error" in votes[2]["why"]
+    assert "contacts_delete" in seen[0] and "Finish:" in seen[0]
+
+
+def test_agreement_with_people():
+    report = agreement_with_people({"e1": True, "e2": False, "e3": True}, {"e1": "approve", "e2": "approve", "e4": "reject"})
+    assert report == {"compared": 2, "agreement": 0.5, "judge_pass_people_reject": 0, "judge_fail_people_approve": 1}
+
+
+@pytest.fixture
+def local_endpoint():
+    """A minimal OpenAI-compatible chat completions server: fails on 'Call Bo', else GOOD."""
+    requests = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            text = SLOPPY if "Call Bo" in body["messages"][1]["content"] else GOOD
+            payload = json.dumps({
+                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    server.shutdown()
+
+
+def test_endpoint_judge_against_a_local_openai_compatible_server(local_endpoint):
+    url, requests = local_endpoint
+    eps, steps = _frames()
+    judges = [EndpointJudge(f"j{i}", base_url=url, model="judge-model") for i in range(3)]
+    marks = judge_marks(eps, steps, judges).set_index("episode_id")
+    assert marks.loc["e1", "mark"] == "judge_pass"
+    assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
+    assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+
+
+def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_endpoint, tmp_path):
+    from datetime import UTC, datetime
+
+    from flows.views import status_rows
+    from warehouse import state
+
+    from tests.curation_data import build_round
+
+    url, requests = local_endpoint
+    store, round_id = build_round(tmp_path / "data", episodes=20, rollouts=2,
+                                  curation={"judge_base_url": url, "judge_model": "m", "judge_k": 3})
+    con = store.duck()
+    marks = dict(con.execute('SELECT mark, count(*) FROM marks WHERE "check" = \'judges\' GROUP BY 1').fetchall())
+    assert sum(marks.values()) == 20 and marks.get("judge_pass", 0) > 0
+    assert len(requests) == 60 and requests[0]["temperature"] == 0.7
+    routed = con.execute(
+        "SELECT count(*) FROM marks m JOIN outcomes o USING (episode_id) WHERE m.\"check\" = 'routing' "
+        "AND m.reason LIKE '%judges disagree%'").fetchone()[0]
+    failures = con.execute("SELECT count(*) FROM outcomes WHERE NOT success").fetchone()[0]
+    assert routed == failures  # the fake endpoint passes every failure, so each one disagrees with the verifier
+    eid = con.execute("SELECT episode_id FROM episodes LIMIT 1").fetchone()[0]
+    with store.session() as s:
+        s.add(state.Review(episode_id=eid, round_id=round_id, reviewer="ana", decision="reject",
+                           decided_at=datetime.now(UTC)))
+        s.commit()
+    row = status_rows(store)[0]
+    assert row["judge_agreement"]["compared"] == 1
+    assert row["funnel"]["steps"]["judges"] == marks
