@@ -50,6 +50,16 @@ class _Sink:
     buffer: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class ExportWriter:
     """Streams rows into ``out_dir/{name}.{split}.{jsonl|parquet}``; ``finish`` commits."""
 
@@ -61,6 +71,14 @@ class ExportWriter:
         self.out_dir, self.name, self.kind, self.schema = Path(out_dir), name, kind, schema
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.sinks: dict[str, _Sink] = {}
+        self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files an earlier, killed export of this name left behind."""
+        for path in self.out_dir.glob(f".{self.name}.*.tmp-*"):
+            pid = path.name.rsplit(".tmp-", 1)[-1]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                path.unlink(missing_ok=True)
 
     def _sink(self, split: str) -> _Sink:
         sink = self.sinks.get(split)

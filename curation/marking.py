@@ -52,7 +52,3 @@ def to_arrow(marks: pd.DataFrame) -> pa.Table:
               for c in MARK_COLUMNS]
     return pa.Table.from_arrays(arrays, schema=schema)
 
-
-def failed_ids(marks: pd.DataFrame) -> set[str]:
-    """Episode ids whose mark did not pass."""
-    return set(marks.loc[~marks["passed"], "episode_id"])

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 import numpy as np
 
-_MASK32 = np.uint64(0xFFFFFFFF)
 
 
 def shingle_hash(texts: Iterable[str]) -> np.ndarray:

@@ -30,7 +30,6 @@ from curation.minhash import MinHasher, band_keys, char_ngram_hashes, optimal_ba
 from curation.signatures import normalise_instruction
 
 CHECK = "near_duplicate"
-BIG_BUCKET = 64  # buckets above this size pair each member with the first only
 
 
 @dataclass(frozen=True)

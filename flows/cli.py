@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from warehouse.errors import FlywheelError
+from warehouse.errors import FlywheelError, first_line
 
 try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
     from typer._click import exceptions as click_errors
@@ -135,7 +135,7 @@ def status(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    rows = status_rows(Store(settings.data_dir, settings.state_url), settings.openai.prices)
+    rows = status_rows(Store(settings.data_dir, settings.state_url, create=False), settings.openai.prices)
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
     else:
@@ -192,7 +192,7 @@ def export(
 
     settings = _settings(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
-    store = Store(settings.data_dir, settings.state_url)
+    store = Store(settings.data_dir, settings.state_url, create=False)
     if release is not None:
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
@@ -228,7 +228,8 @@ def feedback(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    result = import_feedback(Store(settings.data_dir, settings.state_url), file, model=model, threshold=threshold)
+    store = Store(settings.data_dir, settings.state_url, create=False)
+    result = import_feedback(store, file, model=model, threshold=threshold)
     print_feedback_import(out, err, result, str(file))
 
 
@@ -245,7 +246,7 @@ def eval_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    result = eval_round(Store(settings.data_dir, settings.state_url), round_id)
+    result = eval_round(Store(settings.data_dir, settings.state_url, create=False), round_id)
     print_feedback_import(out, err, result, round_id or "the latest round")
 
 
@@ -256,30 +257,20 @@ def plan(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show competence per family and the mix the next round would use."""
-    from flows.planning import current_competence, mix_for
+    """Show competence per family and the plan the next round would use."""
+    from flows.planning import current_competence, next_plan
     from flows.stages import selected_families
-    from flows.views import print_plan
+    from flows.views import plan_data, print_plan
+    from warehouse import state
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    store = Store(settings.data_dir, settings.state_url)
-    families = selected_families(settings)
+    store = Store(settings.data_dir, settings.state_url, create=False)
     batch, competence = current_competence(store)
-    mix = mix_for(store, settings, families)
-    total = sum(m.weight for m in mix) or 1.0
-    data = {
-        "feedback_batch": batch,
-        "competence": [
-            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
-             "mean": round(c.mean, 4), "zone": c.zone}
-            for c in competence.values()
-        ],
-        "mix": [
-            {"family": m.family, "share": round(m.weight / total, 4), "difficulty": m.difficulty, "reason": m.reason}
-            for m in mix
-        ],
-    }
+    with store.session() as s:
+        last = state.latest_round(session=s)
+    number = 1 if last is None else last.number + (1 if last.status == "complete" else 0)
+    data = plan_data(batch, competence, next_plan(store, settings, selected_families(settings), number))
     if as_json:
         out.print_json(json.dumps(data))
     else:
@@ -368,13 +359,13 @@ def main(argv: list[str] | None = None) -> None:
         err.print("interrupted; rerun the same command to continue where it stopped", highlight=False)
         sys.exit(130)
     except FlywheelError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        err.print(f"error: {first_line(exc)}", markup=False, highlight=False)
         sys.exit(1)
     except Exception as exc:  # a bug, not a user mistake: still one line, traceback on request
         if os.environ.get("FLYWHEEL_DEBUG"):
             raise
         err.print(
-            f"error: internal error: {type(exc).__name__}: {exc} (set FLYWHEEL_DEBUG=1 for the traceback)",
+            f"error: internal error: {type(exc).__name__}: {first_line(exc)} (set FLYWHEEL_DEBUG=1 for the traceback)",
             markup=False,
             highlight=False,
         )

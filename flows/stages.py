@@ -13,7 +13,7 @@ from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
 from generators.writers.template import TemplateWriter
 from warehouse import state
-from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
+from warehouse.contract import Episode, Outcome, Step, TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.query import iter_records
 from warehouse.settings import Settings
@@ -46,7 +46,7 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
         plan = next_plan(store, settings, selected_families(settings), number)
         plan_data = {**plan.to_dict(), "shard_size": r.shard_size, "policy": policy_of(settings),
                      "writer": settings.writer}
-        return state.open_round(session=s, requested_episodes=r.episodes, seed=plan.seed, plan=plan_data), False
+        return state.open_round(session=s, requested_episodes=plan.episodes, seed=plan.seed, plan=plan_data), False
 
 
 def policy_of(settings: Settings) -> dict[str, str]:
@@ -87,12 +87,18 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
                 break
             rejections[reason] = rejections.get(reason, 0) + 1
         else:
-            raise RuntimeError(f"family {slot.family} rejected {MAX_SEED_TRIES} seeds in a row")
+            raise ConfigError(
+                f"family {slot.family} at level {slot.difficulty} failed the generation gate {MAX_SEED_TRIES} times "
+                f"in a row ({', '.join(f'{k} {v}' for k, v in sorted(rejections.items()))}); "
+                f"see 'flywheel gate --family {slot.family}'"
+            )
     if plan_data.get("writer") == "openai":
         from flows.model_shard import word_tasks_with_model
 
         tasks = word_tasks_with_model(store, round_id, tasks, settings)
-    store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
+    # The batch's gate counts are saved before the tasks are committed: once the tasks
+    # are committed a rerun skips this function, so the counts must already be there.
+    # (Saved twice after a kill in between, they are the same row with the same counts.)
     with store.session() as s:
         state.save_batch(
             session=s,
@@ -100,6 +106,7 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
                 id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=len(tasks), rejections=rejections
             ),
         )
+    store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
     return tasks
 
 
@@ -160,18 +167,6 @@ def curate_round(store: Store, round_id: str, settings: Settings | None = None) 
     return curate_round_cascade(store, round_id, CURATE_KEY, settings)["marks"]
 
 
-def _round_records(con, round_id: str):
-    steps_by_ep: dict[str, list[Step]] = {}
-    for step in iter_records(con, "steps", "episode_id IN (SELECT episode_id FROM episodes WHERE round_id = ?)", [round_id]):
-        steps_by_ep.setdefault(step.episode_id, []).append(step)
-    outcomes = {
-        o.episode_id: o
-        for o in iter_records(con, "outcomes", "episode_id IN (SELECT episode_id FROM episodes WHERE round_id = ?)", [round_id])
-    }
-    for ep in iter_records(con, "episodes", "round_id = ?", [round_id]):
-        yield ep, steps_by_ep.get(ep.episode_id, []), outcomes[ep.episode_id]
-
-
 def finish_round(store: Store, round_id: str) -> None:
     with store.session() as s:
         state.finish_round(session=s, round_id=round_id)
@@ -193,10 +188,3 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "prompt_tokens": int(prompt_tokens),
         "completion_tokens": int(completion_tokens),
     }
-
-
-def marks_for(con, episode_ids: list[str] | None = None) -> dict[str, dict[str, CurationMark]]:
-    out: dict[str, dict[str, CurationMark]] = {}
-    for mark in iter_records(con, "marks"):
-        out.setdefault(mark.episode_id, {})[mark.check] = mark
-    return out

@@ -199,6 +199,27 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     console.print("Next round's mix: [bold]flywheel plan[/]")
 
 
+def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
+    """What ``flywheel plan`` shows: competence per family and level, and the next plan."""
+    levels: dict[str, int] = {}
+    for slot in plan.slots:
+        levels.setdefault(slot.family, slot.difficulty)
+    return {
+        "feedback_batch": batch,
+        "source": plan.source,
+        "episodes": plan.episodes,
+        "competence": [
+            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
+             "mean": round(c.mean, 4), "zone": c.zone}
+            for c in competence.values()
+        ],
+        "mix": [
+            {"family": f, "share": round(w, 4), "difficulty": levels.get(f), "reason": plan.reasons.get(f, "")}
+            for f, w in sorted(plan.weights.items())
+        ],
+    }
+
+
 def print_plan(console: Console, data: dict[str, Any]) -> None:
     if data["competence"]:
         table = Table(title=f"Competence (feedback {data['feedback_batch']})", box=box.SIMPLE_HEAD)
@@ -209,7 +230,7 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
         console.print(table)
     else:
         console.print("No feedback yet: the next round explores every family evenly.")
-    table = Table(title="Next round's mix", box=box.SIMPLE_HEAD)
+    table = Table(title=f"Next round: {data['episodes']} episodes, mix from {data['source']}", box=box.SIMPLE_HEAD)
     for col in ("family", "share", "level", "why"):
         table.add_column(col, no_wrap=col != "why")
     for m in data["mix"]:

@@ -28,6 +28,7 @@ class Plan:
     slots: list[TaskSlot] = field(default_factory=list)
     weights: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # why each family got its share
+    source: str = ""  # what decided the mix: "even", "feedback <batch>", "release <id>"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -42,6 +43,7 @@ class Plan:
             slots=slots,
             weights=dict(data.get("weights", {})),
             reasons=dict(data.get("reasons", {})),
+            source=str(data.get("source", "")),
         )
 
     def episode_slots(self) -> list[tuple[int, int]]:
@@ -64,6 +66,7 @@ def plan_round(
     weights: dict[str, float] | None = None,
     difficulties: dict[str, int] | None = None,
     reasons: dict[str, str] | None = None,
+    source: str = "",
 ) -> Plan:
     """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
     ``rollouts`` per task; the last task of the plan takes the remainder. A family's
@@ -89,6 +92,7 @@ def plan_round(
         slots=slots,
         weights={f: round(w[f] / total, 6) for f in w},
         reasons=dict(reasons or {}),
+        source=source,
     )
 
 

@@ -96,10 +96,6 @@ def warehouse_cursor(store: Store, round_ids: list[str] | None) -> duckdb.DuckDB
         base = _BASES.get(key)
         if base is None:
             base = query.connect(store.data_dir, paths)
-            for table, files in paths.items():
-                if not files:  # an empty table is a registered Arrow object, which cursors cannot see
-                    base.execute(f"DROP VIEW {table}")
-                    base.execute(f"CREATE TABLE {table} AS SELECT * FROM _{table}_empty")
             _BASES[key] = base
             while len(_BASES) > _MAX_BASES:
                 _BASES.popitem(last=False)  # not closed: a render may still use a cursor of it

@@ -99,7 +99,8 @@ def test_unknown_family_is_one_line(tmp_path):
     _one_line_error(proc, "F99")
 
 
-def test_status_on_an_empty_data_dir(tmp_path):
-    proc = flywheel("status", "--json", "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert '"rounds": []' in proc.stdout
+def test_read_only_commands_on_a_missing_data_dir_create_nothing(tmp_path):
+    for args in (["status"], ["plan"], ["export", "--verified"], ["eval"]):
+        proc = flywheel(*args, "--data-dir", str(tmp_path / "typo"), env=cli_env(None), cwd=tmp_path)
+        _one_line_error(proc, "no flywheel data in", "typo")
+    assert not (tmp_path / "typo").exists() and not (tmp_path / "exports").exists()

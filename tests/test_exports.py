@@ -150,3 +150,17 @@ def test_unknown_format_and_round_are_one_line_errors(curated, tmp_path):
         export(store, tmp_path, fmt="rl", include_verified=True, round_ids=["r9999"])
     res = flywheel("export", "--format", "csv", "--data-dir", str(store.data_dir), env=cli_env(None), cwd=tmp_path)
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "unknown format 'csv'" in res.stderr
+
+
+def test_a_new_export_removes_temporaries_a_killed_one_left(tmp_path):
+    from curation.exporter import ExportWriter
+
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = out / ".openai-chat.train.jsonl.tmp-999999999"  # no such process
+    dead.write_text("partial")
+    with ExportWriter(out, "openai-chat") as writer:
+        writer.write("train", {"x": 1})
+        writer.finish({"format": "openai"})
+    assert not dead.exists()
+    assert (out / "openai-chat.train.jsonl").read_text().strip() == '{"x": 1}'

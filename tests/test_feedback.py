@@ -120,3 +120,30 @@ def test_feedback_file_that_is_not_json_is_one_line(tmp_path):
     proc = flywheel("feedback", str(bad), "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [f"error: {bad}:2:2: not JSON: Expecting value"]
+
+
+def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
+    from review_app import decisions, release
+    from review_app.data import Overlap
+    from tests.review_fixtures import make_accounts
+
+    settings = load_settings(data_dir=tmp_path / "d", round={"episodes": 24, "rollouts": 2})
+    store = Store(settings.data_dir)
+    first = _complete_round(store, settings)
+    make_accounts(store)
+    eid = store.duck().execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()[0]
+    decisions.record_decision(store, reviewer="ann", round_id=first, episode_id=eid, decision="approve")
+    rel = release.approve_release(
+        store, lead="lea", dataset_version="v1", round_ids=[first],
+        sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}}, overlap=Overlap(0.0, 2),
+    )
+    families = stages.selected_families(settings)
+    planned = next_plan(store, settings, families, 2)
+    assert planned.source == f"release {rel.id}" and planned.episodes == 10
+    assert {s.family for s in planned.slots} == {"F02", "F05"}
+    assert planned.weights == {"F02": 0.75, "F05": 0.25}
+    second = _complete_round(store, settings)
+    assert store.duck([second]).execute("SELECT count(*) FROM episodes").fetchone()[0] == 10
+    # Used once: the round after goes back to the settings and the feedback.
+    after = next_plan(store, settings, families, 3)
+    assert after.source == "even" and after.episodes == 24

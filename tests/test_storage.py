@@ -175,3 +175,17 @@ def test_unreachable_state_url_is_one_line_and_creates_nothing(tmp_path):
         Store(tmp_path / "data", "postgresql+psycopg://postgres@127.0.0.1:1/nope")
     assert "\n" not in str(exc.value) and "cannot open the state database" in str(exc.value)
     assert not (tmp_path / "data").exists()
+
+
+def test_empty_tables_are_visible_to_cursors(tmp_path):
+    con = Store(tmp_path / "data").duck()
+    assert list(iter_records(con, "tasks")) == []  # streams through a cursor of its own
+    assert con.cursor().execute("SELECT count(*) FROM feedback").fetchone()[0] == 0
+
+
+def test_read_only_store_creates_nothing(tmp_path):
+    with pytest.raises(StorageError, match="no flywheel data"):
+        Store(tmp_path / "missing", create=False)
+    assert not (tmp_path / "missing").exists()
+    Store(tmp_path / "data")
+    Store(tmp_path / "data", create=False)

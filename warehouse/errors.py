@@ -1,6 +1,12 @@
 """A small exception hierarchy. The command line turns these into one-line errors."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (a driver's own exception, if it wraps one)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class FlywheelError(Exception):
     """Base of every error a user can cause or fix."""
 

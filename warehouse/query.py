@@ -29,9 +29,11 @@ def connect(data_dir: Path, paths_by_table: dict[str, list[str]]) -> duckdb.Duck
             files = "[" + ", ".join(_sql_str(p) for p in paths) + "]"
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files}, union_by_name=true)")
         else:
+            # A real (empty) table, not a registered Arrow object: cursors cannot see those.
             empty = pa.Table.from_pylist([], schema=spec.schema)
             con.register(f"_{name}_empty", empty)
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_empty")
+            con.unregister(f"_{name}_empty")
     return con
 
 

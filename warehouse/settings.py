@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from warehouse.errors import ConfigError
@@ -20,7 +20,13 @@ from warehouse.errors import ConfigError
 DEFAULT_CONFIG = Path("flywheel.toml")
 
 
-class ScriptedPolicySettings(BaseModel):
+class _Section(BaseModel):
+    """A settings section: a misspelt key is an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptedPolicySettings(_Section):
     """The offline policy: how often it makes a mistake, per capability."""
 
     # Keyed by capability tag (tool_use, disambiguation, aggregation, ordering, ...);
@@ -36,7 +42,7 @@ class ScriptedPolicySettings(BaseModel):
         return rates
 
 
-class RoundSettings(BaseModel):
+class RoundSettings(_Section):
     """The shape of one round when no feedback says otherwise."""
 
     episodes: int = Field(100, ge=1, le=10_000_000)
@@ -48,7 +54,7 @@ class RoundSettings(BaseModel):
     adaptive: bool = True  # the mix and difficulty follow the latest feedback
 
 
-class CurationSettings(BaseModel):
+class CurationSettings(_Section):
     """Knobs of the curation cascade (see README, Curation)."""
 
     near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0)
@@ -66,7 +72,7 @@ class CurationSettings(BaseModel):
     judge_k: int = Field(3, ge=1, le=9)
 
 
-class ModelPrice(BaseModel):
+class ModelPrice(_Section):
     """What a model costs, in dollars per million tokens."""
 
     input_per_mtok: float = Field(0.0, ge=0)
@@ -79,7 +85,7 @@ PLACEHOLDER_KEYS = {"changethis", "change-me", "changeme", "your-api-key", "your
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
-class OpenAISettings(BaseModel):
+class OpenAISettings(_Section):
     """An OpenAI-compatible endpoint (a hosted API, vLLM, SGLang, Ollama, llama.cpp's server)."""
 
     base_url: str | None = None  # e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
@@ -175,7 +181,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         file_values = _read_toml(Path(path))
     source = f"config {path}" if path else "settings"
     try:
-        env_values = Settings().model_dump(exclude_defaults=True)
+        env_values = Settings().model_dump(exclude_unset=True)
         merged = _merge(_merge(file_values, env_values), {k: v for k, v in overrides.items() if v is not None})
         openai = merged.get("openai") or {}
         if not openai.get("api_key") and os.environ.get("OPENAI_API_KEY"):

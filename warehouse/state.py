@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
 from warehouse import review_tables  # noqa: F401  (registers the review gate's tables for create_all)
-from warehouse.errors import StateError
+from warehouse.errors import StateError, first_line
 
 
 def utcnow() -> datetime:
@@ -118,11 +118,6 @@ def redact(url: str) -> str:
         return sa.make_url(url).render_as_string(hide_password=True)
     except Exception:  # an unparsable URL is shown as given  # noqa: BLE001
         return url
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # --- rounds -------------------------------------------------------------------------

@@ -27,10 +27,14 @@ def default_state_url(data_dir: Path) -> str:
 class Store:
     """Shards under ``data_dir`` and the state database at ``state_url``."""
 
-    def __init__(self, data_dir: Path, state_url: str | None = None) -> None:
+    def __init__(self, data_dir: Path, state_url: str | None = None, *, create: bool = True) -> None:
+        """``create=False`` is for commands that only read: a missing data directory (or
+        its missing SQLite state database) is an error, and nothing is created."""
         data_dir = Path(data_dir)
         if data_dir.exists() and not data_dir.is_dir():
             raise StorageError(f"data directory {data_dir} exists and is not a directory")
+        if not create and (not data_dir.is_dir() or (not state_url and not (data_dir / "state.db").exists())):
+            raise StorageError(f"no flywheel data in {data_dir}: run 'flywheel run' first, or pass --data-dir")
         # An external state database is checked before anything is created on disk.
         self.engine: sa.Engine | None = state.make_engine(state_url) if state_url else None
         self.data_dir = check_data_dir(data_dir)
