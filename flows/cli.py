@@ -97,8 +97,10 @@ def run(
     from flows.prefect_env import configure_prefect
 
     configure_prefect(settings.data_dir)
+    from flows.interrupt import stop_at_once_on_interrupt
     from flows.round import round_flow
 
+    stop_at_once_on_interrupt()
     summary = round_flow(settings, show_progress=progress and not as_json)
     if as_json:
         out.print_json(json.dumps(summary))

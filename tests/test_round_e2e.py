@@ -135,3 +135,28 @@ def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     ]
     assert noise == []
     assert (tmp_path / "flywheel-data" / "prefect").is_dir()
+
+
+def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, prefect_server):
+    env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="20")
+    data = tmp_path / "flywheel-data"
+    watcher = Store(data)
+    proc = subprocess.Popen(
+        [flywheel_executable(), "run", "--episodes", "2000", "--no-progress"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for("a committed shard", lambda: alive(proc) and watcher.done_keys("r0001", "episodes"), timeout=240)
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert [line for line in errs.splitlines() if line.strip()] == [
+        "interrupted; rerun the same command to continue where it stopped"
+    ]
+    rerun = flywheel("run", "--no-progress", env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    ids = _ids(watcher)
+    assert len(ids) == len(set(ids)) == 2000

@@ -1,0 +1,29 @@
+"""Ctrl+C during a round: stop at once, say how to go on, exit 130.
+
+Every write of a round is atomic and a rerun finishes what was left (see the crash
+tests), so stopping on the spot is as safe as a kill. Letting the interrupt unwind
+through Prefect instead is slow and loud: the interrupt also reaches Prefect's
+temporary server, and the client then retries against a server that is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+MESSAGE = "interrupted; rerun the same command to continue where it stopped\n"
+
+
+def _stop_now(signum, frame) -> None:  # noqa: ARG001  (signal handler signature)
+    try:
+        sys.stderr.write("\n" + MESSAGE)
+        sys.stderr.flush()
+    finally:
+        os._exit(128 + signal.SIGINT)
+
+
+def stop_at_once_on_interrupt() -> None:
+    """From here on, Ctrl+C (or SIGTERM) ends the process immediately with exit 130."""
+    signal.signal(signal.SIGINT, _stop_now)
+    signal.signal(signal.SIGTERM, _stop_now)
