@@ -20,8 +20,8 @@ from warehouse import state
 from warehouse.contract import TaskSpec
 from warehouse.errors import InputError, StorageError
 from warehouse.jsonfile import parse_records
-from warehouse.schemas import TABLES, from_row, to_row
 from warehouse.query import iter_records
+from warehouse.schemas import TABLES, from_row, to_row
 from warehouse.store import Store
 
 SCHEMAS = [{"type": "function", "function": {"name": n, "description": f"our own {n}",

@@ -15,7 +15,15 @@ from typing import Any
 
 from generators.phone.families.base import split_for_template
 from warehouse.contract import (
-    Action, Episode, EpisodeRecord, Feedback, Outcome, Step, TaskSpec, ToolError, Verification,
+    Action,
+    Episode,
+    EpisodeRecord,
+    Feedback,
+    Outcome,
+    Step,
+    TaskSpec,
+    ToolError,
+    Verification,
 )
 from warehouse.ids import canonical_json, digest
 
