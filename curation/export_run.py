@@ -7,6 +7,7 @@ a time; files are written as rows come; the manifest is built from running count
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from curation.formats.views import step_from_row
 from curation.pii import Scrubber
 from curation.selection import Decision, preference_role, sft_exclusion
 from generators.phone import openai_tool_schemas
+from generators.phone.tools import META_SCHEMAS, TOOLS
 from warehouse.contract import SCHEMA_VERSION
 
 # format -> (file name, file kind, what one row is)
@@ -79,11 +81,24 @@ class _Tools:
     def __init__(self) -> None:
         self.cache: dict[tuple[str, ...], list[dict[str, Any]]] = {}
 
-    def __call__(self, names) -> list[dict[str, Any]]:
+    def __call__(self, names, own_schemas: str | None = None) -> list[dict[str, Any]]:
+        """The task's own schemas (imported tasks) when it has them, else our phone tools' schemas."""
+        if own_schemas:
+            return with_meta(json.loads(own_schemas))
         key = tuple(names or ())
         if key not in self.cache:
-            self.cache[key] = openai_tool_schemas(list(key))
+            known = [n for n in key if n in TOOLS or n in META_SCHEMAS]
+            unknown = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+                       for n in key if n not in known]
+            self.cache[key] = unknown + openai_tool_schemas(known)
         return self.cache[key]
+
+
+def with_meta(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``schemas`` plus finish and ask_user when missing: every exported episode ends with one of them."""
+    names = {t.get("function", {}).get("name") for t in schemas}
+    return schemas + [{"type": "function", "function": {"name": n, **m}} for n, m in META_SCHEMAS.items()
+                      if n not in names]
 
 
 def _split(ep: Mapping[str, Any]) -> str:
@@ -116,7 +131,7 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             tally.excluded[why] += 1
             continue
         turns, masked = _turns(ep, step_rows, review, scrubber)
-        schemas = tools(ep["task_tools"])
+        schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
         meta = _meta(ep)
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
@@ -165,7 +180,7 @@ def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iter
             tally.took(meta["split"], c_ep, c_rev)  # the family mix counts a pair once
             if r_rev is not None:
                 tally.lineage["reviewers"].add(r_rev.reviewer)
-            yield meta["split"], to_dpo(chosen, rejected, tools(c_ep["task_tools"]), meta)
+            yield meta["split"], to_dpo(chosen, rejected, tools(c_ep["task_tools"], c_ep.get("task_tool_schemas")), meta)
 
 
 def _rl_rows(con, rounds, tally) -> Iterator[tuple[str, dict]]:

@@ -19,7 +19,9 @@ def _rounds_filter(round_ids: list[str]) -> str:
     return "e.round_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in round_ids) + ")"
 
 
-def episode_sql(round_ids: list[str]) -> str:
+def episode_sql(round_ids: list[str], tool_schemas: bool = False) -> str:
+    """Episodes of the rounds with marks, outcome and task; ``tool_schemas``: the tasks table has that column
+    (data written before schema 1.1 has not)."""
     pivot = ",\n".join(
         f"max(mark) FILTER (WHERE \"check\" = '{c}') AS m_{c}, bool_and(passed) FILTER (WHERE \"check\" = '{c}') AS p_{c}"
         for c in _MARK_CHECKS
@@ -36,6 +38,7 @@ def episode_sql(round_ids: list[str]) -> str:
                o.success, o.progress, o.steps AS n_steps, o.tool_calls, o.prompt_tokens, o.completion_tokens,
                json_extract_string(o.failure, '$.type') AS failure_type,
                t.seed, t.difficulty, t.tools AS task_tools, t.split AS task_split,
+               {"t.tool_schemas" if tool_schemas else "NULL"} AS task_tool_schemas,
                m.* EXCLUDE (episode_id)
         FROM episodes e
         LEFT JOIN outcomes o USING (episode_id)
@@ -69,12 +72,20 @@ def episodes_with_steps(
     """(episode row, its step rows in order), streamed in (task_id, episode_id) order."""
     steps = _rows(con, step_sql(round_ids), batch)
     pending = next(steps, None)
-    for ep in _rows(con, episode_sql(round_ids), batch):
+    for ep in _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), batch):
         own = []
         while pending is not None and pending["episode_id"] == ep["episode_id"]:
             own.append(pending)
             pending = next(steps, None)
         yield ep, own
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether ``table``'s view has ``column`` (shards of older schema versions lack newer columns)."""
+    try:
+        return column in {d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description}
+    except duckdb.Error:
+        return False
 
 
 def masked_steps(ep: dict[str, Any]) -> set[int]:

@@ -32,7 +32,7 @@ def schema_problems(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
         ("task not in the warehouse", ~episodes["has_task"].astype(bool)),
         ("unknown split", _bad_literal(episodes["split"], contract.Split)),
         ("unknown source", ~episodes["source"].isin(["collected", "external"])),
-        ("unknown schema version", episodes["schema_version"] != contract.SCHEMA_VERSION),
+        ("unknown schema version", ~episodes["schema_version"].isin(list(contract.KNOWN_SCHEMA_VERSIONS))),
         ("unknown termination", episodes["has_outcome"].astype(bool) & _bad_literal(episodes["termination"], contract.Termination)),
         ("progress outside [0, 1]", ~episodes["progress"].between(0.0, 1.0) & episodes["has_outcome"].astype(bool)),
         ("no steps", episodes["n_steps"].fillna(0) == 0),

@@ -287,17 +287,24 @@ def import_(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Import trajectories recorded elsewhere (source=external, no replay); malformed records are skipped."""
+    """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
     from flows.import_cmd import import_prepared, prepare_import
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
     prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
-    summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared)
+    summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
-    out.print(f"Imported {summary.imported} episodes from {file} ({summary.already} already there, "
-              f"{len(summary.skipped)} malformed skipped)", markup=False, highlight=False)
+    if summary.file_already_imported:
+        out.print(f"{file} was already imported as round {summary.round_id}; nothing changed"
+                  + (f" (curated it: {summary.marks} marks)" if summary.marks else ""), markup=False, highlight=False)
+        return
+    where = f" as round {summary.round_id}" if summary.round_id else ""
+    out.print(f"Imported {summary.imported} episodes from {file}{where} ({summary.already} already there, "
+              f"{len(summary.skipped)} malformed skipped; {summary.marks} curation marks)",
+              markup=False, highlight=False)
+
 
 reviewer_app = typer.Typer(help="Reviewer accounts of the review app.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(reviewer_app, name="reviewer")

@@ -4,7 +4,6 @@ its content, so importing the same file twice changes nothing."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +13,7 @@ from warehouse import state
 from warehouse.contract import FeedbackRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.ids import digest
+from warehouse.jsonfile import read_records
 from warehouse.query import iter_records
 from warehouse.store import Store
 
@@ -25,35 +25,7 @@ class FeedbackImport:
     batch: str
     imported: int
     already: bool = False
-    skipped: list[tuple[int, str]] = field(default_factory=list)
-
-
-def read_json_records(path: Path) -> list[tuple[int, Any | None, str]]:
-    """(line, value, problem) for a JSON list or a JSON Lines file. A JSON list that does
-    not parse is one error naming the position; a bad JSONL line is a problem on its line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    if text.lstrip().startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from exc
-        return [(i + 1, v, "") for i, v in enumerate(values)]
-    out: list[tuple[int, Any | None, str]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line), ""))
-        except json.JSONDecodeError as exc:
-            out.append((n, None, f"not JSON at column {exc.colno}: {exc.msg}"))
-    if out and all(problem for _, _, problem in out):
-        raise InputError(f"{path}: not JSON or JSON Lines (line {out[0][0]}: {out[0][2]})")
-    return out
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why): "line 3" / "record 3"
 
 
 def _feedback_row(
@@ -93,26 +65,28 @@ def _feedback_row(
 
 def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 1.0) -> FeedbackImport:
     """Import a trainer's per-task results; malformed records are reported by line."""
-    records = read_json_records(path)
+    records = read_records(path)
     batch = "fb-" + digest([path.read_bytes().hex(), model, threshold], 16)
-    if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
-        return FeedbackImport(batch=batch, imported=0, already=True)
     tasks = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
     now = datetime.now(UTC)
     rows: list[FeedbackRecord] = []
-    skipped: list[tuple[int, str]] = []
-    for line, value, problem in records:
-        if problem:
-            skipped.append((line, problem))
+    skipped: list[tuple[str, str]] = []
+    for rec in records:
+        if rec.problem:
+            skipped.append((rec.where, rec.problem))
             continue
         try:
-            rows.append(_feedback_row(value, tasks, model=model, threshold=threshold, batch=batch, now=now))
+            rows.append(_feedback_row(rec.value, tasks, model=model, threshold=threshold, batch=batch, now=now))
         except ValueError as exc:
-            skipped.append((line, str(exc)))
+            skipped.append((rec.where, str(exc)))
     if not rows:
-        first = f" (line {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+        first = f" ({skipped[0][0]}: {skipped[0][1]})" if skipped else ""
         raise InputError(f"{path}: no usable feedback records{first}")
-    store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
+    # Under the writer lock: a concurrent run's orphan cleaning must not see this shard renamed but unrecorded.
+    with store.run_lock():
+        if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
+            return FeedbackImport(batch=batch, imported=0, already=True)
+        store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
     return FeedbackImport(batch=batch, imported=len(rows), skipped=skipped)
 
 
@@ -150,5 +124,8 @@ def eval_round(store: Store, round_id: str | None) -> FeedbackImport:
             "o.success, o.progress FROM episodes e JOIN outcomes o USING (episode_id) ORDER BY e.episode_id"
         ).fetchall()
     ]
-    store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
+    with store.run_lock():  # see import_feedback
+        if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
+            return FeedbackImport(batch=batch, imported=0, already=True)
+        store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
     return FeedbackImport(batch=batch, imported=len(rows))

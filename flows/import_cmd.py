@@ -1,53 +1,70 @@
-"""``flywheel import``: trajectories recorded elsewhere into the warehouse, once."""
+"""``flywheel import``: trajectories recorded elsewhere into the warehouse, once, as a round of their own.
+
+An import is a round like a collected one (numbered with them, so the next ``flywheel run``
+opens the next number) whose plan says what file it came from. Order, for crash safety:
+the shards (tasks, episodes, steps, outcomes) are written under the next round id, then
+recorded *together with* the complete Round row in one transaction; then the curation
+cascade marks the round (its own keyed unit). Killed before the transaction: the files are
+orphans the rerun removes; killed after: the rerun finds the round by the file's digest and
+only curates what is not curated yet. Episode ids come from content, so an episode already
+in the warehouse (another file, another round) is never imported twice.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from generators.importers.openai_chat import MalformedRecord, episode_from_record, read_records
-from warehouse.contract import EpisodeRecord
+from flows.stages import curate_round
+from generators.importers.openai_chat import MalformedRecord, episode_from_record, task_from_record
+from warehouse import state
+from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError
-from warehouse.ids import digest
+from warehouse.jsonfile import read_records
+from warehouse.settings import Settings
+from warehouse.shards import ShardFile, write_shard
 from warehouse.store import Store
 
-IMPORT_ROUND = "external"
 FORMATS = ("openai-chat",)
 
 
 @dataclass
 class ImportSummary:
     imported: int = 0
-    already: int = 0
+    already: int = 0  # episodes already in the warehouse (or twice in the file)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
+    round_id: str | None = None  # the import's round (None: nothing new to import)
+    file_already_imported: bool = False  # this very file was imported before (as round_id)
+    marks: int = 0  # curation marks written now
 
 
 @dataclass
 class PreparedImport:
     path: Path
+    fmt: str
+    sha256: str
     episodes: dict[str, EpisodeRecord]
+    tasks: dict[str, TaskSpec]
     summary: ImportSummary
 
 
 def prepare_import(path: Path, fmt: str) -> PreparedImport:
-    """Read and check ``path`` (nothing is written): the episodes, and the records that are malformed."""
+    """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not JSON (byte {exc.start} is not UTF-8)") from None
-    records, bad = read_records(text, str(path))
-    summary = ImportSummary(skipped=list(bad))
-    batch_id = f"import-{digest(raw.hex(), 12)}"
+    records = read_records(path)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    summary = ImportSummary()
+    batch_id = f"import-{sha[:12]}"
     now = datetime.now(UTC)
     parsed: dict[str, EpisodeRecord] = {}
+    tasks: dict[str, TaskSpec] = {}
     for rec in records:
+        if rec.problem:
+            summary.skipped.append((rec.where, rec.problem))
+            continue
         try:
             ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
         except MalformedRecord as exc:
@@ -56,29 +73,61 @@ def prepare_import(path: Path, fmt: str) -> PreparedImport:
         if ep.episode.episode_id in parsed:
             summary.already += 1
         parsed[ep.episode.episode_id] = ep
-    if not parsed and not summary.already:
+        tasks.setdefault(ep.episode.task_id, task_from_record(rec.value, ep))
+    if not parsed:
+        if not summary.skipped:
+            raise InputError(f"{path}: nothing to import (no records)")
         where, why = summary.skipped[0]
         raise InputError(f"{path}: nothing to import; {len(summary.skipped)} malformed record(s), first at "
                          f"{where}: {why}")
-    summary.skipped.sort(key=lambda item: int(item[0].split()[-1]))  # in file order
-    return PreparedImport(path, parsed, summary)
+    return PreparedImport(path, fmt, sha, parsed, tasks, summary)
 
 
-def import_prepared(store: Store, prepared: PreparedImport) -> ImportSummary:
-    """Commit the episodes not already in the warehouse, as one unit.
+def import_round(store: Store, sha256: str) -> state.Round | None:
+    """The round an earlier import of the file with this digest made, if any."""
+    with store.session() as s:
+        return next((r for r in state.list_rounds(session=s) if r.plan.get("import", {}).get("sha256") == sha256), None)
 
-    Episode ids come from content, so a rerun (or the same record in another file) imports nothing twice."""
-    parsed, summary = prepared.episodes, prepared.summary
+
+def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
+    """Write the new episodes and their tasks as the next round, recorded in one transaction with
+    its Round row. None when every episode is already in the warehouse. Call under the writer lock."""
+    summary = prepared.summary
+    have = {r[0] for r in store.duck().execute("SELECT episode_id FROM episodes").fetchall()}
+    new = [ep for eid, ep in prepared.episodes.items() if eid not in have]
+    summary.already += len(prepared.episodes) - len(new)
+    if not new:
+        return None
+    with store.session() as s:
+        rid = state.next_round_id(session=s)
+    new = [EpisodeRecord(episode=r.episode.model_copy(update={"round_id": rid}), steps=r.steps, outcome=r.outcome)
+           for r in new]
+    tasks = [prepared.tasks[t] for t in dict.fromkeys(r.episode.task_id for r in new)]
+    key = f"import-{prepared.sha256[:16]}"
+    tables = {"tasks": tasks, "episodes": [r.episode for r in new], "steps": [s for r in new for s in r.steps],
+              "outcomes": [r.outcome for r in new]}
+    shards = [write_shard(store.data_dir, ShardFile(t, rid, key), recs) for t, recs in tables.items()]
+    plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
+                       "episodes": len(new), "skipped": len(summary.skipped)},
+            "policy": {"name": "external", "model": ""}}
+    with store.session() as s:
+        rnd = state.open_round(session=s, requested_episodes=len(new), seed=0, plan=plan, shards=shards)
+    summary.imported = len(new)
+    return rnd
+
+
+def import_prepared(store: Store, prepared: PreparedImport, settings: Settings | None = None) -> ImportSummary:
+    """Commit the import as its own round (once per file) and curate it."""
+    summary = prepared.summary
     with store.run_lock():
-        store.clean_orphans()
-        con = store.duck([IMPORT_ROUND])
-        have = {r[0] for r in con.execute("SELECT episode_id FROM episodes").fetchall()} if parsed else set()
-        new = [ep for eid, ep in parsed.items() if eid not in have]
-        summary.already += len(parsed) - len(new)
-        if new:
-            key = f"import-{digest(sorted(ep.episode.episode_id for ep in new), 16)}"
-            store.commit_unit(IMPORT_ROUND, key, {"episodes": [r.episode for r in new],
-                                                  "steps": [s for r in new for s in r.steps],
-                                                  "outcomes": [r.outcome for r in new]})
-        summary.imported = len(new)
+        store.clean_orphans()  # shards of an import killed before its transaction
+        rnd = import_round(store, prepared.sha256)
+        if rnd is not None:
+            summary.file_already_imported = True
+            summary.already = len(prepared.episodes)
+        else:
+            rnd = commit_import(store, prepared)
+        if rnd is not None:
+            summary.round_id = rnd.id
+            summary.marks = curate_round(store, rnd.id, settings)  # keyed: a no-op once done
     return summary

@@ -78,6 +78,7 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
                 "tasks_kept": sum(b.tasks_kept for b in batches[rnd.id]),
                 "tasks_tried": sum(b.tasks_tried for b in batches[rnd.id]),
                 "curated": rnd.id in curated,
+                "import": bool(rnd.plan.get("import")),
                 "duplicates": dups.get(rnd.id, 0),
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
@@ -97,7 +98,7 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
         votes = [d.decision for d in decisions.values() if d.round_id == rid]
         rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
                      "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
-                     "tasks_tried": 0, "curated": rid in curated, "duplicates": dups.get(rid, 0),
+                     "tasks_tried": 0, "curated": rid in curated, "import": True, "duplicates": dups.get(rid, 0),
                      "approved": votes.count("approve"), "rejected": votes.count("reject"),
                      "needs_fix": votes.count("needs_fix"),
                      **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
@@ -117,7 +118,7 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
         table.add_row(
             r["round"],
-            r["status"],
+            r["status"] + (" (import)" if r.get("import") and r["status"] != "imported" else ""),
             f"{r['episodes']}/{r['requested']}",
             rate,
             f"{r['tasks_kept']}/{r['tasks_tried']}",
@@ -190,10 +191,10 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     if result.already:
         console.print(f"{source} was already imported as {result.batch}; nothing changed")
         return
-    for line, problem in result.skipped[:20]:
-        errors.print(f"skipped line {line}: {problem}", markup=False, highlight=False)
+    for where, problem in result.skipped[:20]:
+        errors.print(f"skipped {where}: {problem}", markup=False, highlight=False)
     if len(result.skipped) > 20:
-        errors.print(f"... and {len(result.skipped) - 20} more skipped lines", highlight=False)
+        errors.print(f"... and {len(result.skipped) - 20} more skipped records", highlight=False)
     console.print(f"Recorded {result.imported} results from {source} as {result.batch}"
                   + (f"; skipped {len(result.skipped)}" if result.skipped else ""))
     console.print("Next round's mix: [bold]flywheel plan[/]")

@@ -105,7 +105,7 @@ def test_trainer_feedback_import_reports_bad_lines_and_is_idempotent(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     result = import_feedback(store, path, model="sft-v1")
     assert result.imported == 7
-    assert [line for line, _ in result.skipped] == [3, 8, 10]
+    assert [where for where, _ in result.skipped] == ["line 3", "line 8", "line 10"]
     assert "not JSON" in result.skipped[0][1] and "unknown task id" in result.skipped[1][1]
     assert import_feedback(store, path, model="sft-v1").already
     rows = store.duck().execute("SELECT count(*), count(DISTINCT batch) FROM feedback").fetchone()

@@ -51,7 +51,7 @@ def test_jsonl_import_skips_malformed_lines_and_is_idempotent(tmp_path):
     episodes = {e.instruction: e for e in iter_records(con, "episodes")}
     assert set(episodes) == {"Find Ann's number", "Find Bob's number"}
     ann = episodes["Find Ann's number"]
-    assert (ann.source, ann.round_id, ann.model, ann.family, ann.task_id) == ("external", "external", "gpt-x", "F01", "t-ann")
+    assert (ann.source, ann.round_id, ann.model, ann.family, ann.task_id) == ("external", "r0001", "gpt-x", "F01", "t-ann")
     steps = sorted((s for s in iter_records(con, "steps") if s.episode_id == ann.episode_id), key=lambda s: s.index)
     assert [s.action.kind for s in steps] == ["ask_user", "tool_call", "invalid", "finish"]
     assert steps[0].feedback.result == {"answer": "Ann Lee"}
@@ -62,10 +62,10 @@ def test_jsonl_import_skips_malformed_lines_and_is_idempotent(tmp_path):
     assert not outcomes[episodes["Find Bob's number"].episode_id].success
 
     again = flywheel("import", str(src), env=env, cwd=tmp_path)
-    assert again.returncode == 0 and "Imported 0 episodes" in again.stdout and "2 already there" in again.stdout
+    assert again.returncode == 0 and "already imported as round r0001; nothing changed" in again.stdout
     assert Store(tmp_path / "flywheel-data").duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 2
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
-    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("external", "imported", 2)]
+    assert [(r["round"], r["status"], r["episodes"], r["import"]) for r in status] == [("r0001", "complete", 2, True)]
 
 
 def test_json_list_import(tmp_path):
@@ -77,8 +77,9 @@ def test_json_list_import(tmp_path):
 
 
 def test_a_file_that_is_not_json_is_one_line_with_the_position(tmp_path):
-    for name, text, where in [("broken.json", '[{"messages": []},\n {"a": ]', "line 2, column"),
-                              ("notes.txt", "hello\nworld\n", "line 1")]:
+    for name, text, where in [("broken.json", '[{"messages": []},\n {"a": ]', "broken.json:2:8: not JSON"),
+                              ("notes.txt", "hello\nworld\n", "notes.txt:1:1: not JSON"),
+                              ("empty.json", "[]", "nothing to import"), ("blank.jsonl", "\n\n", "the file is empty")]:
         src = tmp_path / name
         src.write_text(text)
         proc = flywheel("import", str(src), env=cli_env(None), cwd=tmp_path)

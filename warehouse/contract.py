@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: TaskSpec.tool_schemas
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1")  # rows written by these still read back
 
 Split = Literal["train", "dev", "test", "challenge"]
 Actor = Literal["planner", "subagent", "user", "harness"]
@@ -59,6 +60,8 @@ class TaskSpec(_Record):
     instruction: str
     writer: str = "template"
     tools: list[str] = Field(default_factory=list)
+    # The task's own function schemas (imported tasks keep the record's); None: built from ``tools``.
+    tool_schemas: list[dict[str, Any]] | None = None
     skills: list[str] = Field(default_factory=list)
     faults: list[dict[str, Any]] = Field(default_factory=list)
     requirements: list[Requirement] = Field(default_factory=list)

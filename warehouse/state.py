@@ -127,11 +127,26 @@ def latest_round(*, session: Session) -> Round | None:
     return session.exec(select(Round).order_by(Round.number.desc())).first()
 
 
-def open_round(*, session: Session, requested_episodes: int, seed: int, plan: dict[str, Any]) -> Round:
-    """Create the next round."""
+def next_round_id(*, session: Session) -> str:
+    """The id :func:`open_round` gives the next round (stable while the writer lock is held)."""
+    last = latest_round(session=session)
+    return f"r{(1 if last is None else last.number + 1):04d}"
+
+
+def open_round(
+    *, session: Session, requested_episodes: int, seed: int, plan: dict[str, Any], shards: list[Shard] | None = None
+) -> Round:
+    """Create the next round. With ``shards`` (an import: everything written already) the round
+    is created complete and its shards recorded in the same transaction: all or nothing."""
     last = latest_round(session=session)
     number = 1 if last is None else last.number + 1
     rnd = Round(id=f"r{number:04d}", number=number, requested_episodes=requested_episodes, seed=seed, plan=plan)
+    if shards is not None:
+        if any(shard.round_id != rnd.id for shard in shards):
+            raise StateError(f"shards written for another round than the next one ({rnd.id}); rerun")
+        rnd.status, rnd.finished_at = "complete", utcnow()
+        for shard in shards:
+            session.merge(shard)
     session.add(rnd)
     session.commit()
     session.refresh(rnd)

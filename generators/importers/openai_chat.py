@@ -1,7 +1,8 @@
 """Import OpenAI chat trajectories (``messages`` with ``tool_calls`` and ``tool`` results). Pure.
 
 Each conversation becomes an Episode (source="external"), its Steps and an Outcome.
-There is no task spec and no world behind it, so no replay: verification fields are
+Its task spec has the instruction and the record's own tool schemas but no
+requirements and no world behind it, so no replay: verification fields are
 empty, success comes from an optional ``reward``. Ids come from the content, so the
 same conversation imported twice is the same episode.
 """
@@ -9,12 +10,21 @@ same conversation imported twice is the same episode.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from warehouse.contract import Action, Episode, EpisodeRecord, Feedback, Outcome, Step, ToolError, Verification
-from warehouse.errors import InputError
+from generators.phone.families.base import split_for_template
+from warehouse.contract import (
+    Action,
+    Episode,
+    EpisodeRecord,
+    Feedback,
+    Outcome,
+    Step,
+    TaskSpec,
+    ToolError,
+    Verification,
+)
 from warehouse.ids import canonical_json, digest
 
 META = {"finish", "ask_user"}
@@ -22,39 +32,6 @@ META = {"finish", "ask_user"}
 
 class MalformedRecord(ValueError):
     """One record cannot be imported; the message says why."""
-
-
-@dataclass(frozen=True)
-class SourceRecord:
-    where: str  # "line 12" (JSONL) or "record 3" (JSON list)
-    value: Any
-
-
-def read_records(text: str, name: str) -> tuple[list[SourceRecord], list[tuple[str, str]]]:
-    """The records of a JSON list or JSONL file, and (where, why) for every line that is not JSON.
-
-    InputError (one line with the position) when the file as a whole is not JSON."""
-    stripped = text.lstrip()
-    if not stripped:
-        raise InputError(f"{name}: the file is empty")
-    if stripped[0] == "[":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}: not JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        return [SourceRecord(f"record {i + 1}", v) for i, v in enumerate(data)], []
-    records, bad = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(SourceRecord(f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            bad.append((f"line {number}", f"not JSON at column {exc.colno}: {exc.msg}"))
-    if not records:
-        where = bad[0][0] if bad else "line 1"
-        raise InputError(f"{name}: not JSON or JSONL ({where}: {bad[0][1] if bad else 'no records'})")
-    return records, bad
 
 
 def _feedback(content: Any) -> Feedback:
@@ -143,6 +120,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     task = value.get("task") if isinstance(value.get("task"), dict) else {}
     instruction = next((_text(m) for m in messages if m.get("role") == "user"), "")
     task_key = task.get("task_id") or value.get("task_id") or f"t-ext-{digest(instruction, 12)}"
+    family, template = str(task.get("family") or "external"), str(task.get("template") or "external")
     reward = value.get("reward")
     if reward is not None and not isinstance(reward, int | float):  # a bool is an int: True / False work
         raise MalformedRecord(f"reward must be a number or a boolean, got {reward!r}")
@@ -156,9 +134,44 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
     )
     episode = Episode(
-        episode_id=eid, task_id=str(task_key), family=str(task.get("family") or "external"),
-        template=str(task.get("template") or "external"), instruction=instruction,
+        episode_id=eid, task_id=str(task_key), family=family, template=template, instruction=instruction,
+        split=_split(task, family, template),
         policy=str(value.get("policy") or "external"), model=str(value.get("model") or ""),
         round_id="external", batch_id=batch_id, source="external", created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
+
+
+SPLITS = ("train", "dev", "test", "challenge")
+
+
+def _split(task: dict[str, Any], family: str, template: str) -> str:
+    """The record's own split when it names one, else the same template hash collected tasks use."""
+    split = task.get("split")
+    return split if split in SPLITS else split_for_template(family, template)
+
+
+def _tool_schemas(value: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The record's function schemas (OpenAI ``tools``), or None when it has none."""
+    tools = value.get("tools")
+    if not isinstance(tools, list):
+        return None
+    out = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)
+           and isinstance(t["function"].get("name"), str)]
+    return out or None
+
+
+def task_from_record(value: dict[str, Any], record: EpisodeRecord) -> TaskSpec:
+    """The task of an imported conversation: its instruction and tools, no requirements (it cannot be checked)."""
+    ep = record.episode
+    schemas = _tool_schemas(value)
+    if schemas is not None:
+        names = [t["function"]["name"] for t in schemas]
+    else:  # no schemas in the record: the tools it called
+        names = list(dict.fromkeys(s.action.tool for s in record.steps if s.action.kind in ("tool_call", "invalid")))
+    return TaskSpec(
+        task_id=ep.task_id, family=ep.family, template=ep.template, seed=0, instruction=ep.instruction,
+        writer="external", tools=[n for n in names if n not in META], tool_schemas=schemas,
+        optimal_steps=max(1, record.outcome.steps), step_budget=max(1, record.outcome.steps),
+        split=ep.split, generator_version="external",
+    )
