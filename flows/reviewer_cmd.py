@@ -21,6 +21,8 @@ def read_password(*, from_stdin: bool) -> str:
         if not line:
             raise InputError("--password-stdin: stdin is empty")
         return line.rstrip("\r\n")
+    if not sys.stdin.isatty():
+        raise InputError("no terminal to type a password at; pipe it in with --password-stdin")
     return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
 
 

@@ -64,3 +64,12 @@ def test_export_release_exports_only_an_approved_release(tmp_path):
     assert manifest["release"]["dataset_version"] == "v2026.11"
     assert sum(f["rows"] for f in manifest["files"].values()) == 2, manifest["excluded"]
     assert manifest["lineage"]["reviewers"] == ["ann"]
+
+
+def test_reviewer_add_without_a_terminal_asks_for_password_stdin(tmp_path):
+    proc = subprocess.run(
+        [flywheel_executable(), "reviewer", "add", "lea", "--data-dir", str(tmp_path / "d")],
+        input="s3cret-pass\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    _one_line(proc, "--password-stdin")
+    assert "Warning" not in proc.stderr
