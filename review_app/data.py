@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
 from sqlmodel import select
 
-from review_app.agreement import overlap_sql
+from review_app.agreement import Overlap, overlap_sql
 from warehouse import review_tables as rt
 from warehouse import query, state
 from warehouse.schemas import TABLES
@@ -29,12 +28,6 @@ _REVIEW_SCHEMA = pa.schema(
     [("episode_id", pa.string()), ("reviewer", pa.string()), ("decision", pa.string()), ("rid", pa.int64())]
 )
 _ADJ_SCHEMA = pa.schema([("episode_id", pa.string()), ("decision", pa.string()), ("aid", pa.int64())])
-
-
-@dataclass(frozen=True)
-class Overlap:
-    share: float = 0.1
-    reviewers: int = 2
 
 
 def review_connection(store: Store, round_ids: list[str] | None, overlap: Overlap) -> duckdb.DuckDBPyConnection:
