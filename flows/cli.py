@@ -132,10 +132,12 @@ def status(
 ) -> None:
     """Show the rounds: episodes, success, curation marks and reviews."""
     from flows.views import print_status, status_rows
+    from review_app.agreement import Overlap
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    rows = status_rows(Store(settings.data_dir, settings.state_url), settings.openai.prices)
+    store = Store(settings.data_dir, settings.state_url)
+    rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
     else:
