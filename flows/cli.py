@@ -155,7 +155,7 @@ def review(
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
-    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err))
+    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config))
 
 
 @app.command()

@@ -198,3 +198,27 @@ def test_dashboard_renders_its_plots(world):
     ann.sidebar.radio(key="nav").set_value("Dashboard").run()
     assert not ann.exception
     assert len(ann.get("vega_lite_chart")) == 4  # funnel, family, capability, throughput
+
+
+def test_the_app_reads_the_config_file_flywheel_review_passes(world, tmp_path, monkeypatch):
+    import sys
+
+    from flows.review_cmd import streamlit_command
+    from review_app.agreement import in_overlap
+    from warehouse.settings import load_settings
+
+    store, ids = world
+    cfg = tmp_path / "team.toml"
+    cfg.write_text("review_overlap = 1.0\nreview_overlap_reviewers = 2\n")
+    monkeypatch.delenv("FLYWHEEL_REVIEW_OVERLAP")  # the file, not the environment, sets the overlap here
+    cmd = streamlit_command(load_settings(cfg), 8599, cfg)
+    assert cmd[cmd.index("--config") + 1] == str(cfg.resolve())
+    # an episode one reviewer settles under the default overlap (0.1), but not under the file's (1.0)
+    eid = next(e for e in sorted(ids) if not in_overlap(e, 0.1))
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    monkeypatch.setattr(sys, "argv", ["app.py", *cmd[cmd.index("--") + 1:]])
+    opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
+    assert eid in opened  # partial: it waits for a second reviewer
+    monkeypatch.setattr(sys, "argv", ["app.py"])
+    opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
+    assert eid not in opened  # without the file one reviewer decides it
