@@ -353,7 +353,10 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="flywheel", standalone_mode=False)
+        # Without standalone mode click returns a typer.Exit's code instead of raising it.
+        code = command.main(args=argv, prog_name="flywheel", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except click_errors.NoArgsIsHelpError as exc:
