@@ -16,8 +16,8 @@ from sqlmodel import select
 
 from review_app.agreement import Overlap
 from review_app.final import resolve_all
-from warehouse import review_tables as rt
 from warehouse import query, state
+from warehouse import review_tables as rt
 from warehouse.schemas import TABLES
 from warehouse.store import Store
 

@@ -9,13 +9,12 @@ import signal
 import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
 from curation.routing import CHECK as ROUTING_CHECK
-from tests.conftest import ROOT, free_port, cli_env, flywheel_executable
+from tests.conftest import ROOT, cli_env, flywheel_executable, free_port
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import state
 from warehouse.store import Store
