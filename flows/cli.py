@@ -134,10 +134,12 @@ def status(
 ) -> None:
     """Show the rounds: episodes, success, curation marks and reviews."""
     from flows.views import print_status, status_rows
+    from review_app.agreement import Overlap
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    rows = status_rows(Store(settings.data_dir, settings.state_url, create=False), settings.openai.prices)
+    store = Store(settings.data_dir, settings.state_url, create=False)
+    rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
     else:
@@ -155,7 +157,7 @@ def review(
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
-    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err))
+    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config))
 
 
 @app.command()
@@ -351,7 +353,10 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="flywheel", standalone_mode=False)
+        # Without standalone mode click returns a typer.Exit's code instead of raising it.
+        code = command.main(args=argv, prog_name="flywheel", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except click_errors.NoArgsIsHelpError as exc:

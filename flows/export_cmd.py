@@ -9,6 +9,8 @@ from typing import Any
 from curation.export_run import FORMATS, run_export
 from curation.exporter import ExportResult
 from curation.pii import Scrubber
+from review_app.agreement import Overlap
+from review_app.final import final_decisions
 from warehouse import state
 from warehouse.errors import InputError
 from warehouse.settings import Settings
@@ -29,15 +31,18 @@ def export(
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``.
 
-    ``decisions`` (episode id -> object with ``decision`` and ``reviewer``) replaces the
-    latest decision per episode, as a release does; ``release`` goes into the manifest."""
+    Which review decision counts is :func:`review_app.final.final_decisions` under the
+    configured overlap (a partial or disputed episode is not approved). ``decisions``
+    (episode id -> object with ``decision``, ``reviewer``, ``first_wrong_step``) replaces
+    them, as a release does with those as of its approval; ``release`` goes into the manifest."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
-        if decisions is None:
-            decisions = state.latest_decisions(session=s)
     rounds = round_ids or known
+    if decisions is None:
+        overlap = Overlap.from_settings(settings) if settings is not None else Overlap()
+        decisions = final_decisions(store, None, overlap)
     unknown = sorted(set(rounds) - set(known))
     if unknown:
         raise InputError(f"unknown round(s): {', '.join(unknown)} (known: {', '.join(known) or 'none'})")

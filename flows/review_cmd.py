@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +11,13 @@ from rich.console import Console
 
 import review_app
 from warehouse import review_tables
+from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def streamlit_command(settings: Settings, port: int) -> list[str]:
+def streamlit_command(settings: Settings, port: int, config: Path | None = None) -> list[str]:
+    """The child's command line: the app gets the data dir, state URL and config file."""
     app_path = Path(next(iter(review_app.__path__))) / "app.py"
     args = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
@@ -26,19 +29,41 @@ def streamlit_command(settings: Settings, port: int) -> list[str]:
     ]
     if settings.state_url:
         args += ["--state-url", settings.state_url]
+    if config is not None:  # the app reads the rest of its settings (overlap, ...) from the same file
+        args += ["--config", str(Path(config).resolve())]
     return args
 
 
-def launch_review_app(settings: Settings, port: int, console: Console) -> int:
+def check_port_free(port: int) -> None:
+    """ConfigError naming the port if something already listens on it.
+
+    Streamlit would otherwise log the clash deep in its own output and exit; binding
+    with SO_REUSEADDR (as Streamlit's server does) fails only on a live listener, not on
+    connections of an earlier run still in TIME_WAIT."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+        except OSError as exc:
+            raise ConfigError(
+                f"port {port} is already in use ({exc.strerror}); stop what listens there or pass --port"
+            ) from None
+
+
+def launch_review_app(settings: Settings, port: int, console: Console, config: Path | None = None) -> int:
     """Run the review app until interrupted; return its exit code."""
+    check_port_free(port)
     store = Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
     with store.session() as s:
         if not review_tables.list_reviewers(session=s):
             console.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
     console.print(f"Review app: http://localhost:{port}  (Ctrl+C to stop)")
-    proc = subprocess.Popen(streamlit_command(settings, port), stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(streamlit_command(settings, port, config), stdout=subprocess.DEVNULL)
     try:
-        return proc.wait()
+        code = proc.wait()
+        if code != 0:
+            console.print(f"error: the review app stopped with exit code {code}", markup=False, highlight=False)
+        return code
     except KeyboardInterrupt:
         proc.terminate()
         proc.wait(timeout=10)

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from curation.funnel import funnel as curation_funnel
 from curation.judges import agreement_with_people
+from review_app.agreement import Overlap
+from review_app.final import final_decisions
 from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -34,12 +36,17 @@ def round_costs(con, prices: dict[str, Any] | None = None) -> dict[str, dict[str
     return out
 
 
-def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One row per round: episodes, successes, marks, review decisions, tokens and cost."""
+def status_rows(
+    store: Store, prices: dict[str, Any] | None = None, overlap: Overlap | None = None
+) -> list[dict[str, Any]]:
+    """One row per round: episodes, successes, marks, review decisions, tokens and cost.
+
+    Decisions count as exports count them (:func:`review_app.final.final_decisions` under
+    ``overlap``): a partial or disputed episode is counted as such, not as approved."""
     with store.session() as s:
         rounds = state.list_rounds(session=s)
-        decisions = state.latest_decisions(session=s)
         batches = {r.id: state.batches_of(session=s, round_id=r.id) for r in rounds}
+    decisions = final_decisions(store, None, overlap or Overlap())
     con = store.duck()
     per_round = {
         rid: (n, ok)
@@ -65,7 +72,7 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
     rows = []
     for rnd in rounds:
         n, ok = per_round.get(rnd.id, (0, 0))
-        votes = [d.decision for d in decisions.values() if d.round_id == rnd.id]
+        votes = [d.decision or d.status for d in decisions.values() if d.round_id == rnd.id]
         rows.append(
             {
                 "round": rnd.id,
@@ -83,11 +90,13 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
                 "needs_fix": votes.count("needs_fix"),
+                "disputed": votes.count("disputed"),
+                "partial": votes.count("partial"),
                 **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                      "cost_usd": None}),
                 "funnel": funnels.get(rnd.id),
                 "judge_agreement": agreement_with_people(
-                    judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id}
+                    judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id and d.decision}
                 ) if rnd.id in judged else None,
             }
         )
@@ -95,12 +104,13 @@ def status_rows(store: Store, prices: dict[str, Any] | None = None) -> list[dict
         rows[-1]["cost_per_approved_usd"] = round(cost / approved, 6) if cost is not None and approved else None
     for rid in sorted(set(per_round) - {r.id for r in rounds}):  # imported trajectories have no round row
         n, ok = per_round[rid]
-        votes = [d.decision for d in decisions.values() if d.round_id == rid]
+        votes = [d.decision or d.status for d in decisions.values() if d.round_id == rid]
         rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
                      "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
                      "tasks_tried": 0, "curated": rid in curated, "import": True, "duplicates": dups.get(rid, 0),
                      "approved": votes.count("approve"), "rejected": votes.count("reject"),
-                     "needs_fix": votes.count("needs_fix"),
+                     "needs_fix": votes.count("needs_fix"), "disputed": votes.count("disputed"),
+                     "partial": votes.count("partial"),
                      **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                        "cost_usd": None}), "cost_per_approved_usd": None})
     return rows

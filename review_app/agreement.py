@@ -33,6 +33,19 @@ def overlap_sql(column: str, share: float) -> str:
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """Which share of episodes needs several reviewers, and how many."""
+
+    share: float = 0.1
+    reviewers: int = 2
+
+    @classmethod
+    def from_settings(cls, settings) -> Overlap:
+        """The overlap a deployment configured (Settings.review_overlap, review_overlap_reviewers)."""
+        return cls(settings.review_overlap, settings.review_overlap_reviewers)
+
+
+@dataclass(frozen=True)
 class Vote:
     episode_id: str
     reviewer: str

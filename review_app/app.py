@@ -1,12 +1,13 @@
 """The review app: a thin Streamlit shell over review_app's logic modules.
 
-Run through ``flywheel review`` (which passes the data directory and state URL).
+Run through ``flywheel review`` (which passes the data directory, state URL and config file).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import streamlit as st
 
@@ -24,6 +25,7 @@ def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="review_app")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--state-url", default=None)
+    parser.add_argument("--config", default=None)
     args, _ = parser.parse_known_args(sys.argv[1:])
     return args
 
@@ -45,7 +47,8 @@ def main() -> None:
     st.set_page_config(page_title="agent-flywheel review", layout="wide")
     args = _args()
     try:
-        settings = load_settings(data_dir=args.data_dir, state_url=args.state_url)
+        config = Path(args.config) if args.config else None
+        settings = load_settings(config, data_dir=args.data_dir, state_url=args.state_url)
         store = _store(str(settings.data_dir), settings.state_url)
     except FlywheelError as exc:
         st.error(str(exc))
@@ -54,7 +57,7 @@ def main() -> None:
     if user is None:
         signin.render(store)
         return
-    ctx = Ctx(store, user, Overlap(settings.review_overlap, settings.review_overlap_reviewers))
+    ctx = Ctx(store, user, Overlap.from_settings(settings))
     sb = st.sidebar
     sb.markdown(f"Signed in as **{user.name}** ({user.role})")
     if sb.button("Sign out", key="signout"):

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
 from sqlmodel import select
 
-from review_app.agreement import overlap_sql
-from warehouse import review_tables as rt
+from review_app.agreement import Overlap
+from review_app.final import resolve_all
 from warehouse import query, state
+from warehouse import review_tables as rt
 from warehouse.schemas import TABLES
 from warehouse.store import Store
 
@@ -25,60 +25,49 @@ _BASES: OrderedDict[tuple, duckdb.DuckDBPyConnection] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _MAX_BASES = 8
 
-_REVIEW_SCHEMA = pa.schema(
-    [("episode_id", pa.string()), ("reviewer", pa.string()), ("decision", pa.string()), ("rid", pa.int64())]
+_VOTE_SCHEMA = pa.schema([("episode_id", pa.string()), ("reviewer", pa.string()), ("decision", pa.string())])
+_STATUS_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("reviewers", pa.list_(pa.string())),
+        ("status", pa.string()),
+        ("final", pa.string()),
+        ("first_wrong_step", pa.int64()),
+    ]
 )
-_ADJ_SCHEMA = pa.schema([("episode_id", pa.string()), ("decision", pa.string()), ("aid", pa.int64())])
-
-
-@dataclass(frozen=True)
-class Overlap:
-    share: float = 0.1
-    reviewers: int = 2
 
 
 def review_connection(store: Store, round_ids: list[str] | None, overlap: Overlap) -> duckdb.DuckDBPyConnection:
-    """Warehouse views, and ``votes`` (latest decision per episode and reviewer),
-    ``adjudicated`` (latest lead decision per episode) and ``status`` (one row per
-    reviewed episode: reviewers, decision that counts, status; see review_app.agreement)."""
+    """Warehouse views, and ``votes`` (latest decision per episode and reviewer) and
+    ``status`` (one row per reviewed episode: reviewers, status, the decision that counts).
+
+    ``status`` is :func:`review_app.final.resolve_all`, the one rule exports, releases and
+    ``flywheel status`` use too, so the dashboard cannot count differently."""
     con = warehouse_cursor(store, round_ids)
     with store.session() as s:
-        rstmt = select(state.Review.episode_id, state.Review.reviewer, state.Review.decision, state.Review.id)
-        astmt = select(rt.Adjudication.episode_id, rt.Adjudication.decision, rt.Adjudication.id)
+        rstmt = select(
+            state.Review.episode_id, state.Review.round_id, state.Review.reviewer, state.Review.decision,
+            state.Review.first_wrong_step,
+        ).order_by(state.Review.id)
+        astmt = select(
+            rt.Adjudication.episode_id, rt.Adjudication.round_id, rt.Adjudication.decision,
+            rt.Adjudication.reason, rt.Adjudication.first_wrong_step,
+        ).order_by(rt.Adjudication.id)
         if round_ids:
             rstmt = rstmt.where(state.Review.round_id.in_(round_ids))
             astmt = astmt.where(rt.Adjudication.round_id.in_(round_ids))
         reviews = s.exec(rstmt).all()
         adjs = s.exec(astmt).all()
-    con.register("_reviews", pa.Table.from_pylist([dict(zip(_REVIEW_SCHEMA.names, r)) for r in reviews], _REVIEW_SCHEMA))
-    con.register("_adj", pa.Table.from_pylist([dict(zip(_ADJ_SCHEMA.names, a)) for a in adjs], _ADJ_SCHEMA))
-    con.execute(
-        "CREATE TEMP VIEW votes AS SELECT episode_id, reviewer, decision FROM _reviews "
-        "QUALIFY row_number() OVER (PARTITION BY episode_id, reviewer ORDER BY rid DESC) = 1"
-    )
-    con.execute(
-        "CREATE TEMP VIEW adjudicated AS SELECT episode_id, decision FROM _adj "
-        "QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY aid DESC) = 1"
-    )
-    required = f"CASE WHEN {overlap_sql('v.episode_id', overlap.share)} THEN {overlap.reviewers} ELSE 1 END"
-    con.execute(
-        f"""
-        CREATE TEMP VIEW status AS
-        SELECT v.episode_id,
-               list(v.reviewer ORDER BY v.reviewer) AS reviewers,
-               count(*) AS n_reviews,
-               {required} AS required,
-               CASE WHEN any_value(a.decision) IS NOT NULL THEN 'adjudicated'
-                    WHEN count(DISTINCT v.decision) > 1 THEN 'disputed'
-                    WHEN count(*) < {required} THEN 'partial'
-                    ELSE 'decided' END AS status,
-               CASE WHEN any_value(a.decision) IS NOT NULL THEN any_value(a.decision)
-                    WHEN count(DISTINCT v.decision) = 1 AND count(*) >= {required} THEN any_value(v.decision)
-                    END AS final
-        FROM votes v LEFT JOIN adjudicated a USING (episode_id)
-        GROUP BY v.episode_id
-        """
-    )
+    latest = {(r.episode_id, r.reviewer): r.decision for r in reviews}  # in id order: a reviewer's latest wins
+    votes = [{"episode_id": e, "reviewer": who, "decision": d} for (e, who), d in latest.items()]
+    finals = resolve_all(reviews, adjs, overlap)
+    status = [
+        {"episode_id": f.episode_id, "reviewers": list(f.reviewers), "status": f.status, "final": f.decision,
+         "first_wrong_step": f.first_wrong_step}
+        for f in finals.values()
+    ]
+    con.register("votes", pa.Table.from_pylist(votes, _VOTE_SCHEMA))
+    con.register("status", pa.Table.from_pylist(status, _STATUS_SCHEMA))
     return con
 
 

@@ -1,15 +1,23 @@
-"""The decision that counts for each episode, as of a moment (for exports and releases)."""
+"""The decision that counts for each episode: the one rule used by exports, releases,
+``flywheel status`` and the dashboard.
+
+An episode's latest decision per reviewer is resolved under the overlap rules
+(review_app.agreement.resolve): an episode in the overlap share needs that many
+agreeing reviewers, disagreement is ``disputed`` until a lead adjudicates, and a lead's
+adjudication is the final word. Only a ``decided`` or ``adjudicated`` episode has a
+decision; a partial or disputed one counts as not reviewed yet.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlmodel import select
 
-from review_app.agreement import in_overlap, resolve
-from review_app.data import Overlap
+from review_app.agreement import Overlap, in_overlap, resolve
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.store import Store
@@ -17,13 +25,49 @@ from warehouse.store import Store
 
 @dataclass(frozen=True)
 class FinalDecision:
-    """Duck-compatible with ``state.Review`` where exports read it (decision, reviewer)."""
+    """Duck-compatible with ``state.Review`` where exports read it (decision, reviewer, first_wrong_step)."""
 
     episode_id: str
-    decision: str | None  # None while pending or disputed
+    decision: str | None  # None while unreviewed, partial or disputed
     status: str
     reviewer: str  # everyone who decided, comma-separated (for lineage)
-    first_wrong_step: int | None = None  # the earliest wrong step marked by those who agree with it
+    first_wrong_step: int | None = None  # the lead's when adjudicated, else the earliest of those who agree
+    round_id: str = ""
+    reason: str = ""  # the lead's reason when adjudicated
+    reviewers: tuple[str, ...] = ()
+
+
+def resolve_all(
+    reviews: Iterable[state.Review], adjudications: Iterable[rt.Adjudication], overlap: Overlap
+) -> dict[str, FinalDecision]:
+    """Every reviewed or adjudicated episode's final decision, from rows in id order (later wins)."""
+    votes: dict[str, dict[str, str]] = defaultdict(dict)
+    wrong: dict[str, dict[str, int | None]] = defaultdict(dict)
+    rounds: dict[str, str] = {}
+    for r in reviews:
+        votes[r.episode_id][r.reviewer] = r.decision  # a reviewer's latest wins
+        wrong[r.episode_id][r.reviewer] = r.first_wrong_step
+        rounds[r.episode_id] = r.round_id
+    adjs: dict[str, rt.Adjudication] = {}
+    for a in adjudications:
+        adjs[a.episode_id] = a  # the latest adjudication wins
+        rounds.setdefault(a.episode_id, a.round_id)
+    out = {}
+    for eid in set(votes) | set(adjs):
+        required = overlap.reviewers if in_overlap(eid, overlap.share) else 1
+        adj = adjs.get(eid)
+        res = resolve(votes.get(eid, {}), required, adj.decision if adj else None)
+        marked = [
+            step for who, step in wrong.get(eid, {}).items() if step is not None and votes[eid].get(who) == res.decision
+        ]
+        step = min(marked, default=None)
+        if adj is not None and adj.first_wrong_step is not None:
+            step = adj.first_wrong_step  # the lead looked again; their step is the one to mask from
+        out[eid] = FinalDecision(
+            eid, res.decision, res.status, ",".join(res.reviewers), step, rounds[eid],
+            adj.reason if adj else "", res.reviewers,
+        )
+    return out
 
 
 def final_decisions(
@@ -40,20 +84,5 @@ def final_decisions(
             rstmt = rstmt.where(state.Review.decided_at <= as_of)
             astmt = astmt.where(rt.Adjudication.decided_at <= as_of)
         reviews = s.exec(rstmt).all()
-        adjs = {a.episode_id: a.decision for a in s.exec(astmt).all()}  # ordered by id: latest wins
-    votes: dict[str, dict[str, str]] = defaultdict(dict)
-    wrong: dict[str, dict[str, int | None]] = defaultdict(dict)
-    for r in reviews:
-        votes[r.episode_id][r.reviewer] = r.decision  # ordered by id: a reviewer's latest wins
-        wrong[r.episode_id][r.reviewer] = r.first_wrong_step
-    out = {}
-    for eid in set(votes) | set(adjs):
-        required = overlap.reviewers if in_overlap(eid, overlap.share) else 1
-        res = resolve(votes.get(eid, {}), required, adjs.get(eid))
-        marked = [
-            step
-            for who, step in wrong.get(eid, {}).items()
-            if step is not None and votes[eid].get(who) == res.decision
-        ]
-        out[eid] = FinalDecision(eid, res.decision, res.status, ",".join(res.reviewers), min(marked, default=None))
-    return out
+        adjs = s.exec(astmt).all()
+    return resolve_all(reviews, adjs, overlap)

@@ -1,6 +1,6 @@
 """The review queue: what people should look at first, filtered and paginated in DuckDB.
 
-Order: episodes curation routed to people (a ``route`` mark that did not pass), then
+Order: episodes curation routed to people (a ``routing`` mark that did not pass), then
 failures, then the rest (the sample), each by episode id. Only one page of rows leaves
 DuckDB, with the total from a window count in the same query, so a warehouse of
 100,000 episodes opens as fast as one of 100.
@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from curation.routing import CHECK as ROUTING_CHECK
 from review_app.accounts import User
 from review_app.data import Overlap, review_connection, warehouse_cursor
 from warehouse.store import Store
 
-ROUTED = "\"check\" = 'route' AND NOT passed"  # curation asks for human eyes
+ROUTED = f"\"check\" = '{ROUTING_CHECK}' AND NOT passed"  # curation asks for human eyes
 
 # reviewer status filter -> SQL condition over q (the joined queue row)
 _MINE = "coalesce(list_contains(s.reviewers, ?), false)"  # the only parameter of a status filter

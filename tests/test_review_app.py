@@ -9,11 +9,11 @@ import pytest
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
+from curation.routing import CHECK as ROUTING_CHECK
 from review_app import decisions
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import review_tables as rt
 from warehouse import state
-from warehouse.contract import CurationMark
 from warehouse.store import Store
 
 APP = str(Path(__file__).resolve().parents[1] / "review_app" / "app.py")
@@ -63,13 +63,15 @@ def test_queue_puts_routed_episodes_first_then_failures_and_filters(world):
     con = store.duck()
     ok = [e for (e,) in con.execute("SELECT episode_id FROM outcomes WHERE success ORDER BY 1").fetchall()]
     bad = [e for (e,) in con.execute("SELECT episode_id FROM outcomes WHERE NOT success ORDER BY 1").fetchall()]
-    assert ok and bad
-    routed = ok[-1]
-    mark = CurationMark(episode_id=routed, round_id="r0001", check="route", mark="human", passed=False, reason="sampled for audit")
-    store.commit_unit("r0001", "route-v1", {"marks": [mark]})
+    # what the real cascade routed to people (make_round runs it), not a mark made up here
+    routed = [e for (e,) in con.execute(
+        f"SELECT episode_id FROM marks WHERE \"check\" = '{ROUTING_CHECK}' AND NOT passed ORDER BY 1"
+    ).fetchall()]
+    assert ok and bad and routed
+    assert set(routed) & set(ok), "the cascade's sample routes some successes, so routing order differs from failures-first"
     at = _signed_in("ann")
     opened = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
-    assert opened == [routed, *bad, *[e for e in ok if e != routed]]
+    assert opened == [*routed, *[e for e in bad if e not in routed], *[e for e in ok if e not in routed]]
     at.sidebar.selectbox(key="f_success").select("failures").run()
     opened = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
     assert opened == bad
@@ -196,3 +198,27 @@ def test_dashboard_renders_its_plots(world):
     ann.sidebar.radio(key="nav").set_value("Dashboard").run()
     assert not ann.exception
     assert len(ann.get("vega_lite_chart")) == 4  # funnel, family, capability, throughput
+
+
+def test_the_app_reads_the_config_file_flywheel_review_passes(world, tmp_path, monkeypatch):
+    import sys
+
+    from flows.review_cmd import streamlit_command
+    from review_app.agreement import in_overlap
+    from warehouse.settings import load_settings
+
+    store, ids = world
+    cfg = tmp_path / "team.toml"
+    cfg.write_text("review_overlap = 1.0\nreview_overlap_reviewers = 2\n")
+    monkeypatch.delenv("FLYWHEEL_REVIEW_OVERLAP")  # the file, not the environment, sets the overlap here
+    cmd = streamlit_command(load_settings(cfg), 8599, cfg)
+    assert cmd[cmd.index("--config") + 1] == str(cfg.resolve())
+    # an episode one reviewer settles under the default overlap (0.1), but not under the file's (1.0)
+    eid = next(e for e in sorted(ids) if not in_overlap(e, 0.1))
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    monkeypatch.setattr(sys, "argv", ["app.py", *cmd[cmd.index("--") + 1:]])
+    opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
+    assert eid in opened  # partial: it waits for a second reviewer
+    monkeypatch.setattr(sys, "argv", ["app.py"])
+    opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
+    assert eid not in opened  # without the file one reviewer decides it

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 
 from review_app import decisions, release
 from review_app.data import Overlap
-from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.conftest import cli_env, flywheel, flywheel_executable, free_port
 from tests.review_fixtures import make_round
 from warehouse import review_tables as rt
 from warehouse.store import Store
@@ -73,3 +74,25 @@ def test_reviewer_add_without_a_terminal_asks_for_password_stdin(tmp_path):
     )
     _one_line(proc, "--password-stdin")
     assert "Warning" not in proc.stderr
+
+
+def test_review_refuses_a_port_in_use_in_one_line(tmp_path):
+    data = tmp_path / "d"
+    make_round(Store(data), n_tasks=2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = flywheel("review", "--port", str(port), "--data-dir", str(data), env=cli_env(None), cwd=tmp_path,
+                        timeout=120)
+    _one_line(proc, f"port {port} is already in use")
+
+
+def test_review_exits_non_zero_when_streamlit_fails(tmp_path):
+    data = tmp_path / "d"
+    make_round(Store(data), n_tasks=2)
+    # Streamlit reads its settings from STREAMLIT_* too: an address this machine does not have makes it fail
+    env = cli_env(None, STREAMLIT_SERVER_ADDRESS="203.0.113.1")
+    proc = flywheel("review", "--port", str(free_port()), "--data-dir", str(data), env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: the review app stopped with exit code")

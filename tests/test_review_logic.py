@@ -3,6 +3,8 @@ release selection; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pytest
 
@@ -104,3 +106,35 @@ def test_a_release_holds_the_decisions_made_before_it(tmp_path, state_url):
     assert now == {ids[1], ids[2]}
     with pytest.raises(InputError, match="already released"):
         release.approve_release(store, lead="lea", dataset_version="v1", round_ids=["r0001"], sampling_plan=plan, overlap=ov)
+
+
+def test_an_adjudication_carries_the_leads_first_wrong_step_into_exports(tmp_path):
+    from flows.export_cmd import export
+
+    store = Store(tmp_path / "d")
+    make_round(store, n_tasks=6)
+    make_accounts(store)
+    # a sound, verified episode with a step after the first, so masking step 1 shows
+    eid, n = store.duck().execute(
+        "SELECT episode_id, o.steps FROM outcomes o JOIN marks m USING (episode_id) WHERE o.success AND o.steps >= 2 "
+        "GROUP BY ALL HAVING bool_and(m.passed OR m.\"check\" IN ('routing', 'judges')) ORDER BY 1 LIMIT 1"
+    ).fetchone()
+    ov = Overlap(1.0, 2)  # every episode needs two reviewers
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+    decisions.record_decision(
+        store, reviewer="bob", round_id="r0001", episode_id=eid, decision="reject", reason_code="wrong_result"
+    )
+    assert final_decisions(store, None, ov)[eid].status == "disputed"
+    decisions.adjudicate(
+        store, lead="lea", round_id="r0001", episode_id=eid, decision="approve",
+        reason_code="other", reason_text="right result, one wasted step", first_wrong_step=1,
+    )
+    final = final_decisions(store, None, ov)[eid]
+    assert (final.decision, final.status, final.first_wrong_step) == ("approve", "adjudicated", 1)
+    assert "one wasted step" in final.reason and final.round_id == "r0001"
+    _, manifest = export(store, tmp_path / "x", fmt="sharegpt", include_verified=False,
+                         decisions=final_decisions(store, None, ov))
+    [row] = [json.loads(line) for name in manifest["files"] for line in (tmp_path / "x" / name).read_text().splitlines()]
+    agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
+    assert row["id"] == eid and len(agent) >= 2
+    assert [t["loss"] for t in agent[:2]] == [True, False]  # masked from the lead's step, not the reviewers' (none)

@@ -1,56 +1,38 @@
-"""The episode view draws a step's phone screen when generators.phone.screens can, and
-shows the step without one when it cannot (the module missing, or a drawing error)."""
+"""The episode view's step screen is the phone's own renderer (reached through
+curation.screens), drawn for real steps of a real round."""
 
 from __future__ import annotations
 
-import sys
-import types
+import re
 
-import pytest
-
+from generators.phone.tools import TOOLS
 from review_app import screens
 from review_app.episode import load_episode
 from tests.review_fixtures import make_round
 from warehouse.store import Store
 
 
-@pytest.fixture
-def view(tmp_path):
+def test_the_step_screen_draws_each_real_step_of_an_episode(tmp_path):
+    store = Store(tmp_path / "d")
+    ids = make_round(store, n_tasks=4)
+    view = max((load_episode(store, e) for e in ids), key=lambda v: len(v.steps))
+    assert len(view.steps) >= 2
+    drawn = []
+    for i, step in enumerate(view.steps):
+        svg, note = screens.step_screen(view.task, view.steps, i)
+        assert note == "" and svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+        tool = TOOLS.get(step.action.tool)
+        assert re.search(r'data-app="([^"]+)"', svg).group(1) == (tool.app if tool else "assistant")
+        assert f"step {step.index} ·" in svg
+        drawn.append(svg)
+    assert len(set(drawn)) == len(drawn)  # each step gets its own screen
+    assert view.task.instruction[:20] in drawn[0].replace("&amp;", "&")
+
+
+def test_a_step_the_renderer_cannot_draw_leaves_a_note(tmp_path):
     store = Store(tmp_path / "d")
     ids = make_round(store, n_tasks=2)
-    return load_episode(store, ids[0])
-
-
-def _install(monkeypatch, **fns):
-    module = types.ModuleType("generators.phone.screens")
-    for name, fn in fns.items():
-        setattr(module, name, fn)
-    monkeypatch.setitem(sys.modules, "generators.phone.screens", module)
-
-
-def test_no_renderer_means_no_screen_and_a_note(view, monkeypatch):
-    monkeypatch.setitem(sys.modules, "generators.phone.screens", None)  # import fails
-    svg, note = screens.step_screen(view.task, view.steps, 0)
-    assert svg is None and "not available" in note
-
-
-def test_a_renderer_is_called_with_the_arguments_it_names(view, monkeypatch):
-    seen = {}
-
-    def render_step(step, instruction=""):
-        seen.update(step=step.index, instruction=instruction)
-        return "<svg>ok</svg>"
-
-    _install(monkeypatch, render_step=render_step)
-    svg, note = screens.step_screen(view.task, view.steps, 0)
-    assert (svg, note) == ("<svg>ok</svg>", "")
-    assert seen == {"step": 0, "instruction": view.task.instruction}
-
-
-def test_a_renderer_that_fails_leaves_a_note(view, monkeypatch):
-    def render_step_svg(task, steps, index):
-        raise KeyError("no such app")
-
-    _install(monkeypatch, render_step_svg=render_step_svg)
-    svg, note = screens.step_screen(view.task, view.steps, 0)
-    assert svg is None and "KeyError" in note
+    view = load_episode(store, ids[0])
+    broken = view.steps[0].model_copy(update={"action": None})  # e.g. a malformed imported step
+    svg, note = screens.step_screen(view.task, [broken], 0)
+    assert svg is None and note.startswith("screen could not be drawn: AttributeError")

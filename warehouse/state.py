@@ -214,17 +214,6 @@ def add_review(*, session: Session, review: Review) -> Review:
     return review
 
 
-def latest_decisions(*, session: Session, round_ids: list[str] | None = None) -> dict[str, Review]:
-    """The most recent decision per episode (a later decision overrides an earlier one)."""
-    stmt = select(Review).order_by(Review.decided_at, Review.id)
-    if round_ids:
-        stmt = stmt.where(Review.round_id.in_(round_ids))
-    out: dict[str, Review] = {}
-    for review in session.exec(stmt):
-        out[review.episode_id] = review
-    return out
-
-
 # --- model replies (the journal that makes model calls exactly-once) ---------------
 
 
