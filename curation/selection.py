@@ -46,6 +46,10 @@ def sft_exclusion(ep: dict[str, Any], review: Decision | None, *, include_verifi
         return "needs_fix"
     if decision == "approve":
         return None
+    status = getattr(review, "status", None)
+    if status in ("disputed", "partial"):
+        # Reviewers have started and not settled it (a vote may be a rejection): wait for them.
+        return f"review_{status}"
     if not include_verified:
         return "not_reviewed"
     if not ep.get("success"):
@@ -64,6 +68,7 @@ def preference_role(ep: dict[str, Any], review: Decision | None, *, include_veri
         return "rejected_failure" if sound_reason(ep) is None else None
     if ep.get("m_selection") == "alternative":
         return "rejected_costlier"
-    if sound_reason(ep) is None and (decision == "approve" or (include_verified and decision is None)):
+    unsettled = getattr(review, "status", None) in ("disputed", "partial")
+    if sound_reason(ep) is None and (decision == "approve" or (include_verified and decision is None and not unsettled)):
         return "chosen"
     return None

@@ -148,16 +148,19 @@ def status(
 
 @app.command()
 def review(
-    port: Annotated[int | None, typer.Option("--port", help="Port of the review app.")] = None,
+    port: Annotated[int | None, typer.Option("--port", min=1, max=65535, help="Port of the review app.")] = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (default: this machine only; 0.0.0.0 for a team).")
+    ] = "127.0.0.1",
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Open the review app (Streamlit) to approve or reject episodes."""
+    """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
-    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config))
+    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -16,22 +17,31 @@ from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def streamlit_command(settings: Settings, port: int, config: Path | None = None) -> list[str]:
-    """The child's command line: the app gets the data dir, state URL and config file."""
+def streamlit_command(settings: Settings, port: int, config: Path | None = None, host: str = "127.0.0.1") -> list[str]:
+    """The child's command line: the app gets the data dir and config file. The state URL
+    goes through the environment (see :func:`child_env`), never the command line, where
+    any user of the machine could read a password in it."""
     app_path = Path(next(iter(review_app.__path__))) / "app.py"
     args = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
+        "--server.address", host,
         "--server.port", str(port),
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--global.showWarningOnDirectExecution", "false",
+        "--logger.level", "error",
         "--", "--data-dir", str(Path(settings.data_dir).resolve()),
     ]
-    if settings.state_url:
-        args += ["--state-url", settings.state_url]
     if config is not None:  # the app reads the rest of its settings (overlap, ...) from the same file
         args += ["--config", str(Path(config).resolve())]
     return args
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    env = dict(os.environ)
+    if settings.state_url:
+        env["FLYWHEEL_STATE_URL"] = settings.state_url
+    return env
 
 
 def check_port_free(port: int) -> None:
@@ -50,15 +60,20 @@ def check_port_free(port: int) -> None:
             ) from None
 
 
-def launch_review_app(settings: Settings, port: int, console: Console, config: Path | None = None) -> int:
+def launch_review_app(
+    settings: Settings, port: int, console: Console, config: Path | None = None, host: str = "127.0.0.1"
+) -> int:
     """Run the review app until interrupted; return its exit code."""
     check_port_free(port)
     store = Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
     with store.session() as s:
         if not review_tables.list_reviewers(session=s):
             console.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
-    console.print(f"Review app: http://localhost:{port}  (Ctrl+C to stop)")
-    proc = subprocess.Popen(streamlit_command(settings, port, config), stdout=subprocess.DEVNULL)
+    shown = "localhost" if host in ("127.0.0.1", "localhost") else host
+    console.print(f"Review app: http://{shown}:{port}  (Ctrl+C to stop)")
+    proc = subprocess.Popen(
+        streamlit_command(settings, port, config, host), stdout=subprocess.DEVNULL, env=child_env(settings)
+    )
     try:
         code = proc.wait()
         if code != 0:

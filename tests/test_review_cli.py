@@ -91,8 +91,26 @@ def test_review_refuses_a_port_in_use_in_one_line(tmp_path):
 def test_review_exits_non_zero_when_streamlit_fails(tmp_path):
     data = tmp_path / "d"
     make_round(Store(data), n_tasks=2)
-    # Streamlit reads its settings from STREAMLIT_* too: an address this machine does not have makes it fail
-    env = cli_env(None, STREAMLIT_SERVER_ADDRESS="203.0.113.1")
-    proc = flywheel("review", "--port", str(free_port()), "--data-dir", str(data), env=env, cwd=tmp_path, timeout=120)
+    # an address this machine does not have (a documentation range): Streamlit cannot bind it and fails
+    proc = flywheel("review", "--host", "203.0.113.1", "--port", str(free_port()), "--data-dir", str(data),
+                    env=cli_env(None), cwd=tmp_path, timeout=120)
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[-1].startswith("error: the review app stopped with exit code")
+
+
+def test_review_listens_on_this_machine_only_and_keeps_the_state_url_off_the_command_line(tmp_path):
+    from flows.review_cmd import child_env, streamlit_command
+    from warehouse.settings import load_settings
+
+    url = "postgresql+psycopg://postgres:secret@127.0.0.1:5432/x"
+    settings = load_settings(data_dir=tmp_path / "d", state_url=url)
+    args = streamlit_command(settings, 8600)
+    assert args[args.index("--server.address") + 1] == "127.0.0.1"
+    assert not any("secret" in a for a in args)
+    assert child_env(settings)["FLYWHEEL_STATE_URL"] == url
+
+
+def test_review_port_out_of_range_is_one_line(tmp_path):
+    proc = flywheel("review", "--port", "99999", "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 2 and "--port" in proc.stderr and "65535" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -66,3 +66,21 @@ def test_disputed_and_partial_episodes_are_not_approved_anywhere(tmp_path):
     env = cli_env(None, FLYWHEEL_REVIEW_OVERLAP="0")  # one reviewer each: the partial one is approved now
     res = flywheel("status", "--json", "--data-dir", str(data), env=env, cwd=tmp_path)
     assert json.loads(res.stdout)["rounds"][0]["approved"] == 2
+
+
+def test_a_first_look_export_waits_for_unsettled_reviews(tmp_path):
+    data = tmp_path / "d"
+    store = Store(data)
+    make_round(store, n_tasks=8)
+    make_accounts(store)
+    disputed, partial, untouched, *_ = _sound_successes(store)
+    _review(store, disputed, "bob", "reject")
+    _review(store, disputed, "ann", "approve")
+    _review(store, partial, "bob", "reject")  # one of the two required votes, and it is a rejection
+    settings = Settings(data_dir=data, review_overlap=1.0, review_overlap_reviewers=2)
+    _, manifest = export(store, tmp_path / "x", fmt="openai", include_verified=True, settings=settings)
+    exported = {json.loads(line)["metadata"]["episode_id"]
+                for name in manifest["files"] for line in (tmp_path / "x" / name).read_text().splitlines()}
+    assert untouched in exported
+    assert disputed not in exported and partial not in exported
+    assert manifest["excluded"]["review_disputed"] == 1 and manifest["excluded"]["review_partial"] == 1
