@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import time
-from collections import Counter
 
 import pytest
 
