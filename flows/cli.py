@@ -341,10 +341,21 @@ def reviewer_list(
     state_url: StateUrlOpt = None,
 ) -> None:
     """List reviewer accounts and their roles."""
+    from rich import box
+    from rich.table import Table
+
     from flows.reviewer_cmd import reviewer_rows
 
-    for row in reviewer_rows(_settings(config, data_dir, state_url)):
-        out.print(f"{row['name']}\t{row['role']}\t{'active' if row['active'] else 'inactive'}", highlight=False)
+    rows = reviewer_rows(_settings(config, data_dir, state_url))
+    if not rows:
+        out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("name", "role", "status"):
+        table.add_column(col, no_wrap=True)
+    for row in rows:
+        table.add_row(row["name"], row["role"], "active" if row["active"] else "inactive")
+    out.print(table)
 
 
 from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)

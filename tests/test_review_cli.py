@@ -114,3 +114,13 @@ def test_review_port_out_of_range_is_one_line(tmp_path):
     proc = flywheel("review", "--port", "99999", "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
     assert proc.returncode == 2 and "--port" in proc.stderr and "65535" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_reviewer_list_shows_accounts_or_says_there_are_none(tmp_path):
+    data = tmp_path / "d"
+    empty = flywheel("reviewer", "list", "--data-dir", str(data), env=cli_env(None), cwd=tmp_path)
+    assert empty.returncode == 0 and "No reviewer accounts yet" in empty.stdout
+    assert _add(tmp_path, data, "lea", "--role", "lead").returncode == 0
+    listed = flywheel("reviewer", "list", "--data-dir", str(data), env=cli_env(None), cwd=tmp_path)
+    assert listed.returncode == 0
+    assert [line.split() for line in listed.stdout.splitlines() if "lea" in line] == [["lea", "lead", "active"]]

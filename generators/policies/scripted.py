@@ -73,9 +73,10 @@ class ScriptedPolicy:
     def next_action(self, history: list[Any] | None = None) -> Action:
         """The next planned action (history is not needed by a script); finish once the plan is spent."""
         if self._next >= len(self.plan):
-            return Action(kind="finish", tool="finish", arguments={"status": "partial", "summary": "out of plan"})
+            return Action(kind="finish", tool="finish", arguments={"status": "partial", "summary": "out of plan"},
+                          call_id=f"call-{self._next}")
         action = self.plan[self._next].model_copy(deep=True)
-        if action.kind == "tool_call":
+        if action.kind in ("tool_call", "ask_user", "finish"):  # all three are function calls to a model
             action.call_id = f"call-{self._next}"
         self._next += 1
         return action
