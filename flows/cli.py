@@ -48,6 +48,14 @@ def _settings(config: Path | None, data_dir: Path | None, state_url: str | None,
     return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
 
 
+def _existing_store(config: Path | None, data_dir: Path | None, state_url: str | None):
+    """Settings and the store of a data directory that must already exist (nothing is created)."""
+    from warehouse.store import Store
+
+    settings = _settings(config, data_dir, state_url)
+    return settings, Store(settings.data_dir, settings.state_url, create=False)
+
+
 @app.command()
 def run(
     episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes in the round.")] = None,
@@ -135,10 +143,8 @@ def status(
     """Show the rounds: episodes, success, curation marks and reviews."""
     from flows.views import print_status, status_rows
     from review_app.agreement import Overlap
-    from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
-    store = Store(settings.data_dir, settings.state_url, create=False)
+    settings, store = _existing_store(config, data_dir, state_url)
     rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
@@ -195,11 +201,9 @@ def export(
     """Export curated episodes (one file per split) with a manifest of what, why and from where."""
     from flows.export_cmd import export as run
     from flows.export_cmd import export_release
-    from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
+    settings, store = _existing_store(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
-    store = Store(settings.data_dir, settings.state_url, create=False)
     if release is not None:
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
@@ -232,10 +236,8 @@ def feedback(
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
     from flows.views import print_feedback_import
-    from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
-    store = Store(settings.data_dir, settings.state_url, create=False)
+    settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
     print_feedback_import(out, err, result, str(file))
 
@@ -250,10 +252,9 @@ def eval_(
     """Record a round's own outcomes as feedback (when no trainer results come back)."""
     from flows.feedback_cmd import eval_round
     from flows.views import print_feedback_import
-    from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
-    result = eval_round(Store(settings.data_dir, settings.state_url, create=False), round_id)
+    _, store = _existing_store(config, data_dir, state_url)
+    result = eval_round(store, round_id)
     print_feedback_import(out, err, result, round_id or "the latest round")
 
 
@@ -269,10 +270,8 @@ def plan(
     from flows.stages import selected_families
     from flows.views import plan_data, print_plan
     from warehouse import state
-    from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
-    store = Store(settings.data_dir, settings.state_url, create=False)
+    settings, store = _existing_store(config, data_dir, state_url)
     batch, competence = current_competence(store)
     with store.session() as s:
         last = state.latest_round(session=s)
