@@ -15,7 +15,7 @@ import pandas as pd
 
 from curation.marking import marks_frame
 from generators.phone import call_tool, get_family
-from generators.phone.tools import META_SCHEMAS
+from generators.phone.tools import META_SCHEMAS, check_arguments
 from warehouse.contract import TaskSpec
 from warehouse.ids import digest
 
@@ -38,7 +38,8 @@ def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
             call_tool(world, tool, args, allowed=task.tools)
         else:
             world.advance()
-        if kind == "finish" and args.get("status") in {"completed", "needs_user", "infeasible", "partial"}:
+        # finish ends the episode only with arguments the harness accepts (as PhoneEnv.step)
+        if kind == "finish" and not check_arguments("finish", META_SCHEMAS["finish"]["parameters"], args):
             break
         if i + 1 >= task.step_budget:
             break

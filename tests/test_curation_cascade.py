@@ -176,3 +176,42 @@ def test_replay_catches_an_edited_episode_and_skips_external_imports(curated):
     assert "external import" in routing.loc[second, "reason"]
     selection = marks[marks["check"] == "selection"].set_index("episode_id")
     assert selection.loc[first, "mark"] in ("not_eligible", "evidence")
+
+
+def test_replay_goes_on_past_a_finish_the_harness_refused():
+    """A model's finish with bad arguments does not end the episode; replay must agree."""
+    from datetime import datetime
+
+    from curation.replay import replay_hash
+    from generators.collect import run_episode
+    from generators.phone.families import FAMILIES
+    from generators.policies import ScriptedPolicy
+    from warehouse.contract import Action
+
+    task = FAMILIES["F01"].make_task(5, 1)
+    policy = ScriptedPolicy(error_rates={}, seed=0)
+    policy.start(task, 0)
+    plan = list(policy.plan)
+    bad_finish = Action(kind="finish", tool="finish", arguments={"status": "completed", "claims": "not a list"})
+    policy.plan = [bad_finish, *plan]  # refused by the harness, then the real work
+    rec = run_episode(task, _Fixed(policy.plan), rollout=0, round_id="r", batch_id="b", created_at=datetime(2026, 3, 1))
+    assert rec.steps[0].feedback.ok is False and rec.outcome.success
+    actions = [(s.action.kind, s.action.tool, s.action.arguments) for s in rec.steps]
+    assert replay_hash(task, actions) == rec.outcome.final_state_hash
+
+
+class _Fixed:
+    """A policy that plays a fixed list of actions."""
+
+    name, version, model = "fixed", "0", ""
+
+    def __init__(self, actions):
+        self.actions = actions
+
+    def start(self, task, rollout):
+        self._i = 0
+
+    def next_action(self, history):
+        action = self.actions[self._i]
+        self._i += 1
+        return action
