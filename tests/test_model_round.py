@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
 from generators.modelserver import FaultConfig, serve_in_thread
-from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.conftest import cli_env, flywheel, flywheel_executable, wait_for
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -79,16 +78,15 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
         proc = subprocess.Popen([flywheel_executable(), *_model_args(server, "--episodes", "60")], env=env,
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 180
-            while True:  # kill once a shard is committed and the next one is half asked
+            def shard_committed_and_next_half_asked() -> bool:
                 assert proc.poll() is None, "the round finished before it could be killed"
-                assert time.monotonic() < deadline, "the round made no progress"
-                time.sleep(0.1)  # polling the server's counters
                 requests = server.stats()["requests"]
                 # model calls start after the round's tables exist: only then may we open the database
-                if requests and warehouse().done_keys("r0001", "episodes"):
-                    if requests >= _steps_committed(warehouse()) + 2 * concurrency:
-                        break
+                return bool(requests and warehouse().done_keys("r0001", "episodes")
+                            and requests >= _steps_committed(warehouse()) + 2 * concurrency)
+
+            wait_for("a committed shard and the next one half asked", shard_committed_and_next_half_asked,
+                     timeout=180, interval=0.1)
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:

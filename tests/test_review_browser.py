@@ -7,14 +7,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-import urllib.request
 
 import pytest
 from sqlmodel import select
 
 from curation.routing import CHECK as ROUTING_CHECK
-from tests.conftest import ROOT, cli_env, flywheel_executable, free_port
+from tests.conftest import ROOT, alive, cli_env, flywheel_executable, free_port, http_ok, wait_for
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import state
 from warehouse.store import Store
@@ -27,18 +25,7 @@ CHROMIUM_ARGS = [
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"flywheel review exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)  # polling for the server to answer
-    raise RuntimeError("the review app did not answer in time")
+    wait_for("the review app", lambda: alive(proc) and http_ok(f"{url}/_stcore/health"), timeout=timeout)
 
 
 @pytest.fixture
