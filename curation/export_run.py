@@ -21,6 +21,7 @@ from curation import funnel as funnel_mod
 from curation.export_source import episodes_with_steps, masked_steps, task_rows
 from curation.exporter import ExportResult, ExportWriter
 from curation.formats import hf
+from curation.formats.adp import to_adp
 from curation.formats.dpo import preference_pairs, to_dpo
 from curation.formats.openai_chat import chat_turns, check_record
 from curation.formats.rl import to_rl_row
@@ -39,6 +40,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "hf": ("sft", "parquet", "episode"),
     "dpo": ("dpo", "jsonl", "pair"),
     "rl": ("rl-tasks", "jsonl", "task"),
+    "adp": ("adp", "jsonl", "episode"),
 }
 
 
@@ -109,11 +111,16 @@ def _meta(ep: Mapping[str, Any]) -> dict[str, Any]:
     return {k: ep.get(k) for k in ("episode_id", "task_id", "family", "template", "round_id", "policy")} | {"split": _split(ep)}
 
 
-def _turns(ep, step_rows, review, scrubber):
-    steps = [step_from_row(r) for r in step_rows]
+def _masked(ep, review) -> set[int]:
     masked = masked_steps(ep)
     if review is not None and review.first_wrong_step is not None:
         masked.add(review.first_wrong_step)
+    return masked
+
+
+def _turns(ep, step_rows, review, scrubber):
+    steps = [step_from_row(r) for r in step_rows]
+    masked = _masked(ep, review)
     turns = chat_turns(ep["instruction"], steps)
     if scrubber is not None:
         rs = scrubber.record()
@@ -130,9 +137,14 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         if why:
             tally.excluded[why] += 1
             continue
+        meta = _meta(ep)
+        if fmt == "adp":
+            row = _adp_row(ep, step_rows, review, scrubber, meta)
+            tally.took(meta["split"], ep, review)
+            yield meta["split"], row
+            continue
         turns, masked = _turns(ep, step_rows, review, scrubber)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
-        meta = _meta(ep)
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
             messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]
@@ -146,6 +158,16 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             row = hf.to_hf_row(turns, masked, meta, schemas)
         tally.took(meta["split"], ep, review)
         yield meta["split"], row
+
+
+def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reward": float(ep.get("progress") or 0.0), "success": bool(ep.get("success"))}
+
+
+def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+    details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
+    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], _masked(ep, review), details)
+    return scrubber.record().value(row) if scrubber is not None else row
 
 
 def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iterator[tuple[str, dict]]:
@@ -226,7 +248,8 @@ def run_export(
             "schema_version": SCHEMA_VERSION,
             "created_at": started,
             "rounds": rounds,
-            "selection": ("approved + verified unreviewed" if include_verified else "approved") if fmt != "rl" else "every task",
+            "selection": ("approved + verified unreviewed" if include_verified else "approved")
+            if fmt != "rl" else "every task",
             "unit": unit,
             f"{tally.unit}_in": tally.seen,
             "excluded": dict(sorted(tally.excluded.items())),
