@@ -285,8 +285,16 @@ def plan(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    file: Annotated[Path, typer.Argument(help="The file to import (see --format).", show_default=False)],
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="openai-chat (JSON list or JSONL of conversations), inspect (Inspect AI .eval or "
+                     ".json log), tau2 (τ²-bench results JSON), otel (OTLP JSON GenAI spans) or adp (Agent Data "
+                     "Protocol trajectories)."),
+    ] = "openai-chat",
+    scorer: Annotated[
+        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward (default: the first).")
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -296,7 +304,7 @@ def import_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
+    prepared = prepare_import(file, fmt.strip().lower(), scorer=scorer)  # a file that is not JSON fails here, before anything is written
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
