@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from generators.importers import adp, inspect_log, tau2
+from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
 from warehouse.jsonfile import read_records
 
@@ -53,5 +53,6 @@ READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
     "openai-chat": lambda path, scorer: read_records(path),
     "inspect": read_inspect,
     "tau2": lambda path, scorer: tau2.records(_one_json(path), str(path)),
+    "otel": lambda path, scorer: otel.records(read_records(path), str(path)),
     "adp": lambda path, scorer: adp.records(read_records(path)),
 }
