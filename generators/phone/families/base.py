@@ -41,6 +41,8 @@ class Writer(Protocol):
 # every task: whatever the agent claims in finish must be in what an earlier call returned
 CLAIMS_GROUNDED = Requirement(id="claims_grounded", kind="claims_grounded", hard=False, weight=0.5, noop_passes=True,
                               description="every claim cites a call whose result holds the fact")
+# for families whose answers carry facts (F02, F06): a claim no call returned fails the task
+HARD_CLAIMS_GROUNDED = CLAIMS_GROUNDED.model_copy(update={"hard": True})
 
 
 SPLITS: tuple[Split, ...] = ("train", "dev", "test", "challenge")
@@ -93,6 +95,7 @@ class Family:
     tools: tuple[str, ...] = ()
     max_difficulty: int = 3
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
+    hard_claims: bool = False  # a claim citing a fact no call returned fails the task, not only costs progress
 
     # -- hooks --------------------------------------------------------------
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
@@ -168,7 +171,8 @@ class Family:
         reference = self.solve(task)
         task.tools = self.exposed_tools(task, reference)
         _, changes = self.simulate(task, reference, world)
-        task.requirements = [*self.requirements(task, changes), CLAIMS_GROUNDED]
+        task.requirements = [*self.requirements(task, changes),
+                             HARD_CLAIMS_GROUNDED if self.hard_claims else CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
         return task
