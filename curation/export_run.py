@@ -26,6 +26,7 @@ from curation.formats.dpo import preference_pairs, to_dpo
 from curation.formats.openai_chat import chat_turns, check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
+from curation.formats.trl import trl_rows
 from curation.formats.views import step_from_row
 from curation.pii import Scrubber
 from curation.selection import Decision, preference_role, sft_exclusion
@@ -40,6 +41,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "hf": ("sft", "parquet", "episode"),
     "dpo": ("dpo", "jsonl", "pair"),
     "rl": ("rl-tasks", "jsonl", "task"),
+    "trl": ("trl-sft", "jsonl", "trainable run of an episode (prompt/completion)"),
     "adp": ("adp", "jsonl", "episode"),
 }
 
@@ -145,6 +147,15 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             continue
         turns, masked = _turns(ep, step_rows, review, scrubber)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
+        if fmt == "trl":
+            rows = trl_rows(turns, masked, meta | _reward(ep), schemas)
+            if not rows:  # every agent turn masked: nothing to train on
+                tally.excluded["no_trainable_turn"] += 1
+                continue
+            tally.took(meta["split"], ep, review)
+            for row in rows:
+                yield meta["split"], row
+            continue
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
             messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]

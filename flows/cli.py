@@ -178,7 +178,9 @@ def export(
             "--format",
             "-f",
             help="openai (chat JSONL), sharegpt (with per-turn loss flags), hf (Parquet for datasets), "
-            "dpo (preference pairs) or rl (task set with group success stats).",
+            "dpo (preference pairs), rl (task set with group success stats), trl (TRL prompt/completion rows "
+            "for tool calling), adp (Agent Data Protocol trajectories) or verl (verl multi-turn RL Parquet, "
+            "tools and interaction YAML, reward module).",
         ),
     ] = "openai",
     verified: Annotated[
