@@ -27,6 +27,7 @@ from curation.formats.openai_chat import chat_turns, check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
 from curation.formats.trl import trl_rows
+from curation.formats.verl import REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
 from curation.formats.views import step_from_row
 from curation.pii import Scrubber
 from curation.selection import Decision, preference_role, sft_exclusion
@@ -43,6 +44,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "rl": ("rl-tasks", "jsonl", "task"),
     "trl": ("trl-sft", "jsonl", "trainable run of an episode (prompt/completion)"),
     "adp": ("adp", "jsonl", "episode"),
+    "verl": ("verl", "parquet", "task"),
 }
 
 
@@ -227,6 +229,32 @@ def _rl_rows(con, rounds, tally) -> Iterator[tuple[str, dict]]:
         yield rec["split"], rec
 
 
+def _verl_rows(con, rounds, tally, writer) -> Iterator[tuple[str, dict]]:
+    """Tasks our verifier can score (collected ones: an import has no world behind it), and the
+    tools YAML, interaction YAML, task-spec file and reward module that go with them."""
+    tally.unit = "tasks"
+    specs: list[dict[str, Any]] = []
+    for row in task_rows(con, rounds):
+        tally.seen += 1
+        rec = to_rl_row(row)
+        if not rec["task_spec"]["requirements"]:
+            tally.excluded["no_verifier"] += 1
+            continue
+        specs.append(rec["task_spec"])
+        tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
+        tally.lineage["policies"].update(row.get("policies") or [])
+        tally.lineage["rounds"].update(row.get("rounds") or [])
+    names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
+    writer.schema = verl_schema(names)
+    spec_file = writer.out_dir / "verl.task-specs.jsonl"
+    writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
+    writer.attach("verl.tools.yaml", tools_yaml(_Tools()(names), str(spec_file.resolve())))
+    writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file.resolve())))
+    writer.attach("verl.reward.py", REWARD_MODULE)
+    for i, spec in enumerate(specs):
+        yield spec["split"], verl_row(spec, i, names)
+
+
 def run_export(
     con: duckdb.DuckDBPyConnection,
     fmt: str,
@@ -247,6 +275,8 @@ def run_export(
     with writer:
         if fmt == "rl":
             rows = _rl_rows(con, rounds, tally)
+        elif fmt == "verl":
+            rows = _verl_rows(con, rounds, tally, writer)
         elif fmt == "dpo":
             rows = _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber)
         else:
@@ -260,7 +290,7 @@ def run_export(
             "created_at": started,
             "rounds": rounds,
             "selection": ("approved + verified unreviewed" if include_verified else "approved")
-            if fmt != "rl" else "every task",
+            if fmt not in ("rl", "verl") else "every task",
             "unit": unit,
             f"{tally.unit}_in": tally.seen,
             "excluded": dict(sorted(tally.excluded.items())),
