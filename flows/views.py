@@ -211,39 +211,53 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
 
 
 def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
-    """What ``flywheel plan`` shows: competence per family and level, and the next plan."""
+    """What ``flywheel plan`` shows: competence per family and level (merged over every
+    feedback batch, with its uncertainty), and exactly the plan the next round would run,
+    each family's numbers with the reason for them."""
     levels: dict[str, int] = {}
+    episodes: dict[str, int] = {}
     for slot in plan.slots:
         levels.setdefault(slot.family, slot.difficulty)
+        episodes[slot.family] = episodes.get(slot.family, 0) + slot.rollouts
     return {
         "feedback_batch": batch,
         "source": plan.source,
         "episodes": plan.episodes,
+        "rollouts": plan.rollouts,
         "competence": [
             {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
-             "mean": round(c.mean, 4), "zone": c.zone}
+             "evidence": round(c.evidence, 4), "mean": round(c.mean, 4), "sd": round(c.sd, 4),
+             "batches": c.batches, "models": list(c.models), "zone": c.zone}
             for c in competence.values()
         ],
         "mix": [
-            {"family": f, "share": round(w, 4), "difficulty": levels.get(f), "reason": plan.reasons.get(f, "")}
+            {"family": f, "share": round(w, 4), "episodes": episodes.get(f, 0), "difficulty": levels.get(f),
+             "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
+             "curriculum": plan.curricula.get(f, {}).get("kind", ""),
+             "variants": plan.curricula.get(f, {}).get("variants", [])}
             for f, w in sorted(plan.weights.items())
         ],
+        "reports": list(plan.reports),
     }
 
 
 def print_plan(console: Console, data: dict[str, Any]) -> None:
     if data["competence"]:
-        table = Table(title=f"Competence (feedback {data['feedback_batch']})", box=box.SIMPLE_HEAD)
-        for col in ("family", "level", "results", "success", "zone"):
+        table = Table(title=f"Competence (all feedback, newest {data['feedback_batch']} weighs most)",
+                      box=box.SIMPLE_HEAD)
+        for col in ("family", "level", "results", "success", "±", "batches", "zone"):
             table.add_column(col, no_wrap=True)
         for c in data["competence"]:
-            table.add_row(c["family"], str(c["difficulty"]), str(c["n"]), f"{c['mean']:.0%}", c["zone"])
+            table.add_row(c["family"], str(c["difficulty"]), f"{c['evidence']:.3g} of {c['n']}", f"{c['mean']:.0%}",
+                          f"{c['sd'] * 100:.0f}", str(c["batches"]), c["zone"])
         console.print(table)
     else:
         console.print("No feedback yet: the next round explores every family evenly.")
     table = Table(title=f"Next round: {data['episodes']} episodes, mix from {data['source']}", box=box.SIMPLE_HEAD)
-    for col in ("family", "share", "level", "why"):
+    for col in ("family", "share", "episodes", "level", "why"):
         table.add_column(col, no_wrap=col != "why")
     for m in data["mix"]:
-        table.add_row(m["family"], f"{m['share']:.0%}", str(m["difficulty"]), m["reason"])
+        table.add_row(m["family"], f"{m['share']:.0%}", str(m["episodes"]), str(m["difficulty"]), m["reason"])
     console.print(table)
+    for line in data.get("reports", []):
+        console.print(f"[yellow]report[/] {line}", highlight=False)

@@ -10,55 +10,12 @@ import pytest
 from flows import stages
 from flows.feedback_cmd import eval_round, import_feedback
 from flows.planning import next_plan
-from generators.competence import Competence, competence_table, next_mix
 from generators.planner import Plan
 from tests.conftest import cli_env, flywheel
-from warehouse.contract import FeedbackRecord
 from warehouse.errors import InputError
 from warehouse.settings import load_settings
 from warehouse.state import Round
 from warehouse.store import Store
-
-NOW = datetime(2026, 3, 2, tzinfo=UTC)
-MAXIMA = {"A": 3, "B": 3, "C": 3, "D": 3, "E": 3}
-
-
-def _fb(family: str, difficulty: int, results: list[bool]) -> list[FeedbackRecord]:
-    return [
-        FeedbackRecord(task_id=f"t{i}", family=family, difficulty=difficulty, success=ok, batch="b", recorded_at=NOW)
-        for i, ok in enumerate(results)
-    ]
-
-
-def test_competence_zones_need_evidence():
-    table = competence_table(_fb("A", 1, [True] * 2) + _fb("B", 1, [True] * 20) + _fb("C", 2, [False] * 20))
-    assert table[("A", 1)].zone == "learning"  # two results prove nothing yet
-    assert table[("B", 1)].zone == "mastered"
-    assert table[("C", 2)].zone == "failing"
-    assert Competence("X", 1, 0, 0).zone == "unexplored"
-
-
-def test_next_mix_moves_each_family_where_it_has_most_to_learn():
-    records = (
-        _fb("A", 1, [True] * 19 + [False])  # mastered level 1: harder tasks
-        + _fb("B", 3, [True] * 20)  # mastered the hardest level: fewer
-        + _fb("C", 2, [False] * 20)  # failing level 2: step down
-        + _fb("D", 1, [True, False] * 10)  # learning, right at one half
-    )
-    mix = {m.family: m for m in next_mix(list("ABCDE"), competence_table(records), base_difficulty=1, max_difficulty=MAXIMA)}
-    assert (mix["A"].difficulty, mix["B"].difficulty, mix["C"].difficulty, mix["D"].difficulty) == (2, 3, 1, 1)
-    assert mix["B"].weight < mix["D"].weight
-    assert mix["E"].reason.startswith("no feedback")
-    assert all(m.reason for m in mix.values())
-
-
-def test_learning_weight_peaks_at_one_half():
-    def weight(successes: int) -> float:
-        table = competence_table(_fb("D", 1, [True] * successes + [False] * (20 - successes)))
-        return next_mix(["D"], table, base_difficulty=1, max_difficulty=MAXIMA)[0].weight
-
-    assert weight(10) > weight(14) > weight(16)
-    assert weight(10) > weight(6) > weight(4)
 
 
 def _complete_round(store: Store, settings) -> str:
