@@ -265,18 +265,16 @@ def plan(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show competence per family and the plan the next round would use."""
-    from flows.planning import current_competence, next_plan
+    """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
+    round would run, each number with its reason; stores the planner's proposal for the release page."""
+    from flows.planning import plan_view, refresh_proposal
     from flows.stages import selected_families
-    from flows.views import plan_data, print_plan
-    from warehouse import state
+    from flows.views import print_plan
 
     settings, store = _existing_store(config, data_dir, state_url)
-    batch, competence = current_competence(store)
-    with store.session() as s:
-        last = state.latest_round(session=s)
-    number = 1 if last is None else last.number + (1 if last.status == "complete" else 0)
-    data = plan_data(batch, competence, next_plan(store, settings, selected_families(settings), number))
+    families = selected_families(settings)
+    data = plan_view(store, settings, families)
+    refresh_proposal(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:

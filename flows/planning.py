@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from generators.competence import Competence, batch_order, competence_table
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
@@ -73,7 +74,8 @@ def pending_release(store: Store) -> Release | None:
     return None if used else rel
 
 
-def next_plan(store: Store, settings: Settings, families: list[str], round_number: int) -> Plan:
+def next_plan(store: Store, settings: Settings, families: list[str], round_number: int, *,
+              use_release: bool = True) -> Plan:
     """The plan of round ``round_number``.
 
     A sampling plan a lead approved with a release, and no round has used yet, decides the
@@ -88,7 +90,7 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
     reasons = {f: m.reason for f, m in mix.items()}
     batch = latest_feedback_batch(store) if r.adaptive else None
     source = f"feedback {batch}" if batch else "even"
-    rel = pending_release(store)
+    rel = pending_release(store) if use_release else None
     if rel is not None:
         shares = {f: float(v) for f, v in rel.sampling_plan.get("families", {}).items() if f in mix and v > 0}
         if shares:
@@ -114,3 +116,56 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
         reports=reports,
         competence={f: m.competence for f, m in mix.items() if m.competence and f in families},
     )
+
+
+def next_round_number(store: Store) -> int:
+    """The number the next round will have (the unfinished round's, if one is running)."""
+    with store.session() as s:
+        last = state.latest_round(session=s)
+    return 1 if last is None else last.number + (1 if last.status == "complete" else 0)
+
+
+def plan_view(store: Store, settings: Settings, families: list[str], *, use_release: bool = True) -> dict:
+    """What ``flywheel plan --json`` prints: competence and the plan, each number with its reason."""
+    batch, competence = current_competence(store)
+    plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release)
+    return plan_data(batch, competence, plan)
+
+
+def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> dict:
+    """Store the competence planner's own proposal (no release applied) for the release page."""
+    data = plan_view(store, settings, families, use_release=False)
+    with store.session() as s:
+        state.save_proposal(session=s, data=data)
+    return data
+
+
+def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
+    """What ``flywheel plan`` shows: competence per family and level (merged over every
+    feedback batch, with its uncertainty), and exactly the plan the next round would run,
+    each family's numbers with the reason for them."""
+    levels: dict[str, int] = {}
+    episodes: dict[str, int] = {}
+    for slot in plan.slots:
+        levels.setdefault(slot.family, slot.difficulty)
+        episodes[slot.family] = episodes.get(slot.family, 0) + slot.rollouts
+    return {
+        "feedback_batch": batch,
+        "source": plan.source,
+        "episodes": plan.episodes,
+        "rollouts": plan.rollouts,
+        "competence": [
+            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
+             "evidence": round(c.evidence, 4), "mean": round(c.mean, 4), "sd": round(c.sd, 4),
+             "batches": c.batches, "models": list(c.models), "zone": c.zone}
+            for c in competence.values()
+        ],
+        "mix": [
+            {"family": f, "share": round(w, 4), "episodes": episodes.get(f, 0), "difficulty": levels.get(f),
+             "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
+             "curriculum": plan.curricula.get(f, {}).get("kind", ""),
+             "variants": plan.curricula.get(f, {}).get("variants", [])}
+            for f, w in sorted(plan.weights.items())
+        ],
+        "reports": list(plan.reports),
+    }

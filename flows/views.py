@@ -210,37 +210,6 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     console.print("Next round's mix: [bold]flywheel plan[/]")
 
 
-def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
-    """What ``flywheel plan`` shows: competence per family and level (merged over every
-    feedback batch, with its uncertainty), and exactly the plan the next round would run,
-    each family's numbers with the reason for them."""
-    levels: dict[str, int] = {}
-    episodes: dict[str, int] = {}
-    for slot in plan.slots:
-        levels.setdefault(slot.family, slot.difficulty)
-        episodes[slot.family] = episodes.get(slot.family, 0) + slot.rollouts
-    return {
-        "feedback_batch": batch,
-        "source": plan.source,
-        "episodes": plan.episodes,
-        "rollouts": plan.rollouts,
-        "competence": [
-            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
-             "evidence": round(c.evidence, 4), "mean": round(c.mean, 4), "sd": round(c.sd, 4),
-             "batches": c.batches, "models": list(c.models), "zone": c.zone}
-            for c in competence.values()
-        ],
-        "mix": [
-            {"family": f, "share": round(w, 4), "episodes": episodes.get(f, 0), "difficulty": levels.get(f),
-             "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
-             "curriculum": plan.curricula.get(f, {}).get("kind", ""),
-             "variants": plan.curricula.get(f, {}).get("variants", [])}
-            for f, w in sorted(plan.weights.items())
-        ],
-        "reports": list(plan.reports),
-    }
-
-
 def print_plan(console: Console, data: dict[str, Any]) -> None:
     if data["competence"]:
         table = Table(title=f"Competence (all feedback, newest {data['feedback_batch']} weighs most)",

@@ -92,13 +92,15 @@ def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
     decisions.record_decision(store, reviewer="ann", round_id=first, episode_id=eid, decision="approve")
     rel = release.approve_release(
         store, lead="lea", dataset_version="v1", round_ids=[first],
-        sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}}, overlap=Overlap(0.0, 2),
+        sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}, "difficulties": {"F02": 2}},
+        overlap=Overlap(0.0, 2),
     )
     families = stages.selected_families(settings)
     planned = next_plan(store, settings, families, 2)
     assert planned.source == f"release {rel.id}" and planned.episodes == 10
     assert {s.family for s in planned.slots} == {"F02", "F05"}
     assert planned.weights == {"F02": 0.75, "F05": 0.25}
+    assert {s.difficulty for s in planned.slots if s.family == "F02"} == {2}  # the lead's level
     second = _complete_round(store, settings)
     assert store.duck([second]).execute("SELECT count(*) FROM episodes").fetchone()[0] == 10
     # Used once: the round after goes back to the settings and the feedback.
