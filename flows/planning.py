@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from generators.competence import Competence, batch_order, competence_table
+from generators.competence import Competence, batch_order, competence_table, is_report
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
 from generators.phone.families import get_family
 from generators.planner import Plan, plan_round, round_seed
@@ -25,20 +25,20 @@ def feedback_records(store: Store) -> list[FeedbackRecord]:
 
 def latest_feedback_batch(store: Store) -> str | None:
     """The newest feedback import or eval that the planner learns from (test evals are reports)."""
-    order = batch_order(r for r in feedback_records(store) if r.split != "test")
+    order = batch_order(r for r in feedback_records(store) if not is_report(r))
     return order[0][0] if order else None
 
 
 def current_competence(store: Store) -> tuple[str | None, dict[tuple[str, int], Competence]]:
     """The newest batch and competence per (family, level), merged over every batch with recency weights."""
     records = feedback_records(store)
-    order = batch_order(r for r in records if r.split != "test")
+    order = batch_order(r for r in records if not is_report(r))
     return (order[0][0] if order else None), competence_table(records)
 
 
 def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
     """Failure types of the newest batch that says why its failures failed (an eval does)."""
-    order = batch_order(r for r in records if r.failure_type and r.split != "test")
+    order = batch_order(r for r in records if r.failure_type and not is_report(r))
     if not order:
         return []
     newest = order[0][0]

@@ -230,3 +230,35 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
     console.print(table)
     for line in data.get("reports", []):
         console.print(f"[yellow]report[/] {line}", highlight=False)
+
+def eval_data(store: Store, plan, result) -> dict[str, Any]:
+    """What ``flywheel eval --json`` prints: the batch, and success per family and level."""
+    per = store.duck().execute(
+        "SELECT family, difficulty, count(*), count(*) FILTER (WHERE success) FROM feedback WHERE batch = ? "
+        "GROUP BY 1, 2 ORDER BY 1, 2", [plan.batch]).fetchall()
+    return {
+        "batch": plan.batch, "split": plan.split, "model": plan.model, "already": result.already,
+        "feeds_planner": plan.split == "dev", "results": sum(n for _, _, n, _ in per),
+        "per_family": [{"family": f, "difficulty": d, "n": n, "successes": ok} for f, d, n, ok in per],
+        "missing": list(plan.missing),
+    }
+
+
+def print_eval(console: Console, errors: Console, store: Store, plan, result, *, as_json: bool) -> None:
+    import json
+
+    data = eval_data(store, plan, result)
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    if plan.missing:
+        errors.print(f"no {plan.split} task for {', '.join(plan.missing)}", highlight=False)
+    table = Table(title=f"{plan.model} on {plan.split} tasks ({plan.batch})", box=box.SIMPLE_HEAD)
+    for col in ("family", "level", "results", "success"):
+        table.add_column(col, no_wrap=True)
+    for r in data["per_family"]:
+        table.add_row(r["family"], str(r["difficulty"]), str(r["n"]), f"{r['successes'] / r['n']:.0%}")
+    console.print(table)
+    said = "was already recorded" if result.already else "recorded"
+    use = "the next plan follows it: flywheel plan" if plan.split == "dev" else "reported only: test results never steer the plan"
+    console.print(f"{data['results']} results {said} as {plan.batch}; {use}")

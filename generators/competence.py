@@ -98,6 +98,11 @@ def variant_of(template: str | None) -> str:
     return (template or "").split(".")[0]
 
 
+def is_report(rec: FeedbackRecord) -> bool:
+    """An eval on held-out test tasks: reported, never planned from (the test split stays unseen)."""
+    return rec.source == "eval" and rec.split == "test"
+
+
 def batch_order(records: Iterable[FeedbackRecord]) -> list[tuple[str, str]]:
     """(batch, model) newest first, by when each batch was recorded."""
     seen: dict[str, tuple] = {}
@@ -116,8 +121,8 @@ def competence_table(
     by_variant: bool = False,
 ) -> dict[tuple, Competence]:
     """Competence keyed by (family, difficulty), or (family, variant, difficulty) with
-    ``by_variant``. Results of ``test`` evals are reports, not evidence for the planner."""
-    rows = [r for r in records if r.split != "test"]
+    ``by_variant``. Results of evals on the ``test`` split are reports, not evidence for the planner."""
+    rows = [r for r in records if not is_report(r)]
     order = batch_order(rows)
     age = {b: i for i, (b, _) in enumerate(order)}
     newest_model = order[0][1] if order else ""

@@ -23,13 +23,13 @@ MAXIMA = {f: 3 for f in ("F01", "F02", "F03", "F04", "F05", "F06", "F07")}
 
 
 def batch(name: str, day: int, results: dict[tuple[str, int], list[bool]], *, model: str = "m1",
-          template: str = "v.direct", split: str | None = None) -> list[FeedbackRecord]:
+          template: str = "v.direct", split: str | None = None, source: str = "trainer") -> list[FeedbackRecord]:
     out = []
     for (fam, level), oks in results.items():
         for i, ok in enumerate(oks):
             out.append(FeedbackRecord(task_id=f"{name}-{fam}-{i}", family=fam, difficulty=level, success=ok,
                                       model=model, batch=name, recorded_at=T0 + timedelta(days=day),
-                                      template=template, split=split))
+                                      template=template, split=split, source=source))
     return out
 
 
@@ -153,5 +153,7 @@ def test_model_side_failures_target_tasks_and_harness_side_ones_are_reported():
 
 
 def test_a_test_split_eval_is_reported_not_planned_from():
-    table = competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="test"))
-    assert table == {}
+    assert competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="test", source="eval")) == {}
+    # A trainer's own results count whatever split their tasks came from; a dev eval counts.
+    assert competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="test"))[("F01", 1)].n == 20
+    assert competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="dev", source="eval"))[("F01", 1)].n == 20

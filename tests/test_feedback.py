@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from flows import stages
-from flows.feedback_cmd import eval_round, import_feedback
+from flows.eval_cmd import plan_eval, run_eval
+from flows.feedback_cmd import import_feedback
 from flows.planning import next_plan
 from generators.planner import Plan
 from tests.conftest import cli_env, flywheel
@@ -28,19 +29,37 @@ def _complete_round(store: Store, settings) -> str:
     return rnd.id
 
 
-def test_eval_of_a_round_changes_the_next_plan(tmp_path, state_url):
+def test_an_eval_on_dev_tasks_steers_the_next_plan_and_one_on_test_does_not(tmp_path, state_url):
     settings = load_settings(data_dir=tmp_path / "d", state_url=state_url, round={"episodes": 60, "rollouts": 2})
     store = Store(settings.data_dir, settings.state_url)
-    first = _complete_round(store, settings)
+    _complete_round(store, settings)
     families = stages.selected_families(settings)
     even = next_plan(store, settings, families, 2)
     assert len(set(even.weights.values())) == 1
-    result = eval_round(store, None)
-    assert (result.batch, result.imported) == (f"eval-{first}", 60)
-    assert eval_round(store, first).already
+    with pytest.raises(InputError, match="never evaluated as if held out"):
+        plan_eval(store, settings, families, split="train", episodes=10)
+    # A test eval is recorded and reported, but the plan does not move.
+    test = plan_eval(store, settings, families, split="test", episodes=30)
+    assert {t.split for t in test.tasks} == {"test"}
+    assert run_eval(store, settings, test).imported == len(test.tasks)
+    assert next_plan(store, settings, families, 2).weights == even.weights
+    # A dev eval: fresh dev tasks only (none of the round's), results with failure types.
+    dev = plan_eval(store, settings, families, split="dev", episodes=60)
+    assert {t.split for t in dev.tasks} == {"dev"} and len(dev.tasks) == 60 - 10 * len(dev.missing)
+    round_tasks = {r[0] for r in store.duck(["r0001"]).execute("SELECT task_id FROM tasks").fetchall()}
+    assert not round_tasks & {t.task_id for t in dev.tasks}
+    result = run_eval(store, settings, dev)
+    assert (result.batch, result.imported) == (dev.batch, len(dev.tasks))
+    assert run_eval(store, settings, plan_eval(store, settings, families, split="dev", episodes=60)).already
+    failures = store.duck().execute(
+        "SELECT count(*) FILTER (WHERE NOT success), count(failure_type) FROM feedback WHERE batch = ?",
+        [dev.batch]).fetchone()
+    assert failures[0] > 0 and failures[0] == failures[1]  # every failure says why
     adapted = next_plan(store, settings, families, 2)
     assert len(set(adapted.weights.values())) > 1
     assert set(adapted.reasons) == set(families)
+    # Eval episodes are never a round's (so never training data).
+    assert store.duck(["r0001"]).execute("SELECT count(*) FROM episodes").fetchone()[0] == 60
     # The next round is planned from that feedback, and keeps its plan when resumed.
     second = _complete_round(store, settings)
     with store.session() as s:
