@@ -163,9 +163,11 @@ def review(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
+    from flows.planning import refresh_stored_proposal
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
+    refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
     raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
@@ -235,10 +237,13 @@ def feedback(
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
+    from flows.planning import refresh_proposal
+    from flows.stages import selected_families
     from flows.views import print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
+    refresh_proposal(store, settings, selected_families(settings))
     print_feedback_import(out, err, result, str(file))
 
 

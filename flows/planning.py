@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from generators.competence import Competence, batch_order, competence_table, is_report
@@ -130,6 +131,15 @@ def plan_view(store: Store, settings: Settings, families: list[str], *, use_rele
     batch, competence = current_competence(store)
     plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release)
     return plan_data(batch, competence, plan)
+
+
+def refresh_stored_proposal(settings: Settings) -> None:
+    """Refresh the proposal of an existing data directory (``flywheel review`` calls it on start)."""
+    from flows.stages import selected_families
+
+    if not Path(settings.data_dir).exists():
+        return
+    refresh_proposal(Store(settings.data_dir, settings.state_url, create=False), settings, selected_families(settings))
 
 
 def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> dict:
