@@ -115,16 +115,11 @@ def _meta(ep: Mapping[str, Any]) -> dict[str, Any]:
     return {k: ep.get(k) for k in ("episode_id", "task_id", "family", "template", "round_id", "policy")} | {"split": _split(ep)}
 
 
-def _masked(ep, review) -> set[int]:
+def _turns(ep, step_rows, review, scrubber):
+    steps = [step_from_row(r) for r in step_rows]
     masked = masked_steps(ep)
     if review is not None and review.first_wrong_step is not None:
         masked.add(review.first_wrong_step)
-    return masked
-
-
-def _turns(ep, step_rows, review, scrubber):
-    steps = [step_from_row(r) for r in step_rows]
-    masked = _masked(ep, review)
     turns = chat_turns(ep["instruction"], steps)
     if scrubber is not None:
         rs = scrubber.record()
@@ -178,8 +173,10 @@ def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+    """One ADP trajectory, masked like the chat formats (the same masks), scrubbed as one record."""
+    _, masked = _turns(ep, step_rows, review, None)
     details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
-    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], _masked(ep, review), details)
+    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
     return scrubber.record().value(row) if scrubber is not None else row
 
 
@@ -218,11 +215,16 @@ def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iter
             yield meta["split"], to_dpo(chosen, rejected, tools(c_ep["task_tools"], c_ep.get("task_tool_schemas")), meta)
 
 
-def _rl_rows(con, rounds, tally) -> Iterator[tuple[str, dict]]:
+def _rl_rows(con, rounds, tally, why_not=None) -> Iterator[tuple[str, dict]]:
+    """The RL task set; ``why_not(record)``, when given, names why a task is left out (None: kept)."""
     tally.unit = "tasks"
     for row in task_rows(con, rounds):
         tally.seen += 1
         rec = to_rl_row(row)
+        why = why_not(rec) if why_not is not None else None
+        if why:
+            tally.excluded[why] += 1
+            continue
         tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
         tally.lineage["policies"].update(row.get("policies") or [])
         tally.lineage["rounds"].update(row.get("rounds") or [])
@@ -230,20 +232,10 @@ def _rl_rows(con, rounds, tally) -> Iterator[tuple[str, dict]]:
 
 
 def _verl_rows(con, rounds, tally, writer) -> Iterator[tuple[str, dict]]:
-    """Tasks our verifier can score (collected ones: an import has no world behind it), and the
-    tools YAML, interaction YAML, task-spec file and reward module that go with them."""
-    tally.unit = "tasks"
-    specs: list[dict[str, Any]] = []
-    for row in task_rows(con, rounds):
-        tally.seen += 1
-        rec = to_rl_row(row)
-        if not rec["task_spec"]["requirements"]:
-            tally.excluded["no_verifier"] += 1
-            continue
-        specs.append(rec["task_spec"])
-        tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
-        tally.lineage["policies"].update(row.get("policies") or [])
-        tally.lineage["rounds"].update(row.get("rounds") or [])
+    """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
+    behind it), with the tools YAML, interaction YAML, task-spec file and reward module."""
+    tasks = [rec for _, rec in _rl_rows(con, rounds, tally, lambda r: None if r["task_spec"]["requirements"] else "no_verifier")]
+    specs = [rec["task_spec"] for rec in tasks]
     names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
     writer.schema = verl_schema(names)
     spec_file = writer.out_dir / "verl.task-specs.jsonl"
