@@ -8,8 +8,8 @@ values of varying keys load as its ``Json`` type, unchanged).
 TRL has no per-message weight, so an episode is split at its masked turns: each row's
 ``completion`` is a run of agent turns that train, its ``prompt`` everything before it (masked
 turns and their results included). Train with ``completion_only_loss=True`` (the default for
-prompt/completion data); with ``assistant_only_loss=True`` as well, tool results inside a
-completion do not train either. Agent turns after the last trainable one appear in no row.
+prompt/completion data); with ``assistant_only_loss=True`` as well (a chat template with
+``{% generation %}`` markers), tool results inside a completion do not train either. Agent turns after the last trainable one appear in no row.
 """
 
 from __future__ import annotations
