@@ -73,6 +73,9 @@ def prepare_import(path: Path, fmt: str, *, scorer: str | None = None) -> Prepar
         except MalformedRecord as exc:
             summary.skipped.append((rec.where, str(exc)))
             continue
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # an odd value the checks did not name
+            summary.skipped.append((rec.where, f"unexpected shape ({type(exc).__name__}: {exc})"))
+            continue
         if ep.episode.episode_id in parsed:
             summary.already += 1
         parsed[ep.episode.episode_id] = ep

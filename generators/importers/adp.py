@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.importers.chat import Parsed, tool_call, tool_result
+from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
 
 
 def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
@@ -65,8 +65,8 @@ def records(recs: list[Any]) -> list[Parsed]:
         details = traj.get("details") if isinstance(traj.get("details"), dict) else {}
         try:
             messages, rewards = _messages(traj["content"])
-        except ValueError as exc:
-            out.append(Parsed(rec.where, rec.number, None, str(exc)))
+        except BAD_SHAPE as exc:
+            out.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
             continue
         reward = details.get("reward", sum(rewards) if rewards else None)
         value = {"messages": messages, "reward": reward, "success": details.get("success"), "rollout": details.get("rollout"),

@@ -23,6 +23,14 @@ class Parsed:
     problem: str = ""
 
 
+BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError)  # what an odd value in a record raises here
+
+
+def problem_of(exc: Exception) -> str:
+    """The reason a record cannot be imported: our own message, or the odd value's."""
+    return str(exc) if type(exc) is ValueError else f"unexpected shape ({type(exc).__name__}: {exc})"
+
+
 def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     """An OpenAI tool call; ``arguments`` an object (kept as is) or JSON text."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}

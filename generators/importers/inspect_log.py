@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.importers.chat import Parsed, text_of, tool_call, tool_result
+from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, text_of, tool_call, tool_result
 
 GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}  # Inspect's correct / incorrect / partial / no answer
 
@@ -70,8 +70,8 @@ def records(header: dict[str, Any], samples: list[tuple[str, Any]], *, scorer: s
             value = {"messages": _messages(sample), "reward": _reward(sample.get("scores"), scorer),
                      "rollout": sample.get("epoch"), "model": model, "policy": "inspect",
                      "task": {"task_id": f"inspect:{task}:{sample['id']}"}}
-        except ValueError as exc:
-            out.append(Parsed(where, n, None, str(exc)))
+        except BAD_SHAPE as exc:
+            out.append(Parsed(where, n, None, problem_of(exc)))
             continue
         out.append(Parsed(f"{where} (sample {sample['id']}, epoch {sample.get('epoch')})", n, value))
     return out

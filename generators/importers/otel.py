@@ -18,7 +18,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from generators.importers.chat import Parsed, tool_call, tool_result
+from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
 from warehouse.errors import InputError
 
 STATUS_ERROR = 2  # OTLP Status.code
@@ -46,7 +46,7 @@ def _spans(export: Any) -> list[dict[str, Any]]:
         for ss in rs.get("scopeSpans") or []:
             for span in ss.get("spans") or []:
                 attrs = {a.get("key"): _value(a.get("value")) for a in span.get("attributes") or []}
-                out.append({**span, "attrs": attrs})
+                out.append({**span, "traceId": str(span.get("traceId") or ""), "attrs": attrs})
     return out
 
 
@@ -152,7 +152,10 @@ def records(exports: list[Any], name: str) -> list[Parsed]:
         if rec.problem:
             bad.append(rec)
         elif isinstance(rec.value, dict) and "resourceSpans" in rec.value:
-            spans += _spans(rec.value)
+            try:
+                spans += _spans(rec.value)
+            except BAD_SHAPE as exc:
+                bad.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
         else:
             bad.append(Parsed(rec.where, rec.number, None, "not an OTLP trace export (no resourceSpans)"))
     if not spans and not bad:
@@ -167,6 +170,6 @@ def records(exports: list[Any], name: str) -> list[Parsed]:
     for n, (where, group) in enumerate(groups.items(), start=1):
         try:
             out.append(Parsed(where, n, _conversation(where.split(" ", 1)[1], group)))
-        except ValueError as exc:
-            out.append(Parsed(where, n, None, str(exc)))
+        except BAD_SHAPE as exc:
+            out.append(Parsed(where, n, None, problem_of(exc)))
     return out

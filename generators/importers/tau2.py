@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.importers.chat import Parsed, drop_closing_user_turns, tool_call, tool_result
+from generators.importers.chat import BAD_SHAPE, Parsed, drop_closing_user_turns, problem_of, tool_call, tool_result
 from warehouse.errors import InputError
 
 # τ²-bench's termination reasons for a simulation the agent did not end, as ours
@@ -73,8 +73,8 @@ def records(results: Any, name: str) -> list[Parsed]:
                      "reward_breakdown": reward_info.get("reward_breakdown") or None,
                      "rollout": sim.get("trial"), "termination": TERMINATIONS.get(str(sim.get("termination_reason")), "harness_error"), "model": str(agent.get("llm") or ""), "policy": "tau2",
                      "task": {"task_id": f"tau2:{domain}:{sim['task_id']}"}}
-        except ValueError as exc:
-            out.append(Parsed(where, n, None, str(exc)))
+        except BAD_SHAPE as exc:
+            out.append(Parsed(where, n, None, problem_of(exc)))
             continue
         out.append(Parsed(where, n, value))
     return out
