@@ -5,6 +5,11 @@ Its task spec has the instruction and the record's own tool schemas but no
 requirements and no world behind it, so no replay: verification fields are
 empty, success comes from an optional ``reward``. Ids come from the content, so the
 same conversation imported twice is the same episode.
+
+Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
+trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
+per-requirement results), ``masked_steps`` (step indices left out of training: labelled wrong,
+so curation masks them again) and ``termination`` (why an unfinished conversation stopped).
 """
 
 from __future__ import annotations
