@@ -164,13 +164,12 @@ def competence_table(
 
 
 def _mastered_streak(per_batch: list[list[int]]) -> int:
-    """Newest batches in a row whose own rate (posterior mean) is mastered; a batch with too
-    few results of this level neither breaks nor extends the streak."""
+    """Newest batches in a row whose own success rate is at the mastered threshold. The
+    pooled estimate must be confident as well (see ``zone``), so a small batch (a family
+    already down to a small share) can confirm mastery without carrying it alone."""
     streak = 0
     for n, ok in per_batch:
-        if n < MIN_EVIDENCE:
-            continue
-        if (ok + 1) / (n + 2) < MASTERED:
+        if ok < MASTERED * n:
             break
         streak += 1
     return streak
