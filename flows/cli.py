@@ -135,16 +135,29 @@ def serve(
 
 @app.command()
 def status(
+    history: Annotated[
+        bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show the rounds: episodes, success, curation marks and reviews."""
+    """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
     from flows.views import print_status, status_rows
     from review_app.agreement import Overlap
 
     settings, store = _existing_store(config, data_dir, state_url)
+    if history:
+        from flows.planning import history_data
+        from flows.views import print_history
+
+        data = history_data(store)
+        if as_json:
+            out.print_json(json.dumps(data))
+        else:
+            print_history(out, data)
+        return
     rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
