@@ -9,6 +9,7 @@ from warehouse.contract import Action, Requirement, TaskSpec
 
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact, add_random_contact
+from generators.phone.families import f01_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
 
@@ -27,7 +28,9 @@ class ContactCrud(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "contacts_create", "contacts_update",
              "contacts_delete", "contacts_sync", "calendar_list_events", "device_get_settings",
              "device_grant_permission")
-    splits = {"update_phone": "train", "delete_contact": "train", "create_contact": "test"}
+    splits = {"update_phone": "train", "delete_contact": "train", "set_timer": "train", "build_playlist": "dev",
+              "create_contact": "test", "order_product": "challenge"}
+    apart = f01_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3; from 2 a company to match too"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
