@@ -73,7 +73,8 @@ def change_phrase(change: dict[str, Any]) -> str:
     """How a person says one device change, e.g. 'turn on airplane mode'."""
     name, value = change["setting"], change["value"]
     labels = {"wifi": "Wi-Fi", "bluetooth": "Bluetooth", "airplane_mode": "airplane mode",
-              "mobile_data": "mobile data", "do_not_disturb": "do not disturb", "battery_saver": "battery saver"}
+              "mobile_data": "mobile data", "do_not_disturb": "do not disturb", "battery_saver": "battery saver",
+              "flashlight": "the flashlight"}
     if name in labels:
         return f"turn {'on' if value else 'off'} {labels[name]}"
     if name.startswith("volume_"):

@@ -22,6 +22,11 @@ from generators.phone.world import World
 
 REASONS = ["the concert tickets", "last month's rent share", "the new sofa", "the team dinner", "the flights"]
 CONFIRM = "confirm|sure|ok|go ahead|proceed|approve|over 100|above 100"
+EXTRA_SONGS = [("Harbour Lights", "Nora Vale"), ("Glass Houses", "The Echoes"), ("Paper Moon", "Kite Club"),
+               ("Salt and Honey", "Sol Arcade"), ("Winter Bloom", "Mira Lune"), ("Static Hearts", "The Echoes"),
+               ("Long Way Home", "Kite Club"), ("Amber Fields", "Nora Vale"), ("Night Swim", "Sol Arcade"),
+               ("Tin Roof Rain", "Mira Lune"), ("Blue Hour", "Kite Club"), ("Satellite", "The Echoes"),
+               ("Copper Sky", "Sol Arcade"), ("Quiet Harbour", "Mira Lune"), ("First Light", "Nora Vale")]
 PLAYLIST_WORDS = {"evening": ["Evening jazz", "Evening chill", "Evening run"],
                   "gym": ["Gym cardio", "Gym weights", "Gym cooldown"],
                   "sleep": ["Sleep sounds", "Sleep piano", "Sleep rain"]}
@@ -110,12 +115,14 @@ class AmbiguousPlaylist(Variant):
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         word = rng.choice(sorted(PLAYLIST_WORDS))
         names = rng.sample(PLAYLIST_WORDS[word], 1 + min(2, levels["distractors"]))
-        song = rng.choice(media.LIBRARY)[0]
+        song = rng.choice([*media.LIBRARY, *EXTRA_SONGS])[0]
         return {"word": word, "song": song}, {"names": names, "user_facts": {
             f"which|{word}|playlist": f"The {names[0]} one."}}
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
         p, song = task.private_params, task.public_params["song"]
+        for n, (title, artist) in enumerate(EXTRA_SONGS, 101):  # a bigger library than the seeded one
+            world.table("tracks").insert({"id": f"tr-{n:03d}", "title": title, "artist": artist, "seconds": 200 + n})
         ids = sorted(k for k, r in world.table("tracks").rows.items() if r["title"] != song)
         others = ["Party", "Jazz classics", "Kids songs", "Chill", "Throwbacks", "Podcast queue", "Road songs"]
         names = list(p["names"]) + rng.sample(others, rng.randint(0, 1 + 2 * self.level(task, "noise")))
