@@ -68,11 +68,15 @@ def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
     """Did the verifier pass the episode?"""
     ok = episodes["success"].fillna(False).to_numpy(dtype=bool)
     reason = np.where(ok, "every hard requirement passed", "failed: " + episodes["failure_type"].fillna(episodes["termination"].fillna("no outcome")).astype(str))
-    # An import has no requirements to check: its success is the reward its source reported.
+    # An import has no requirements to check: its success is the reward its source reported, and
+    # with no reward its outcome is unknown (not a failure).
     external = (episodes["source"] == "external").to_numpy()
+    unknown = external & episodes["success"].isna().to_numpy() & episodes["has_outcome"].astype(bool).to_numpy()
     reason = np.where(external, np.where(ok, "reported reward (external import: no requirements to check)",
-                                         "reported reward below 0.5 or none (external import)"), reason)
-    return marks_frame(episodes, "verified", np.where(ok, "verified", "not_verified"), ok, reason,
+                                         "reported reward below 0.5 (external import)"), reason)
+    reason = np.where(unknown, "no reward reported (external import): outcome unknown", reason)
+    mark = np.where(ok, "verified", np.where(unknown, "unknown", "not_verified"))
+    return marks_frame(episodes, "verified", mark, ok, reason,
                        [{"progress": float(p) if p == p else None, "termination": t}
                         for p, t in zip(episodes["progress"], episodes["termination"])])
 

@@ -138,7 +138,8 @@ def near_duplicate_marks(
     keys = band_keys(call_sig[idx], bands, rows)
     pairs = idx[_candidate_pairs(keys)] if len(idx) else np.zeros((0, 2), dtype=np.int64)
     task = episodes["task_id"].to_numpy()
-    success = episodes["success"].fillna(False).to_numpy(dtype=bool)
+    # success, failure and unknown (no reward) are three outcomes: only like pairs with like
+    success = episodes["success"].astype("Float64").fillna(-1.0).to_numpy(dtype=float)
     if len(pairs):
         pairs = pairs[(task[pairs[:, 0]] != task[pairs[:, 1]]) & (success[pairs[:, 0]] == success[pairs[:, 1]])]
     w = config.action_weight

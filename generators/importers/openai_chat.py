@@ -10,6 +10,7 @@ same conversation imported twice is the same episode.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -34,19 +35,30 @@ class MalformedRecord(ValueError):
     """One record cannot be imported; the message says why."""
 
 
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+
+
+def _tool_error(error: Any) -> ToolError:
+    if isinstance(error, dict):
+        return ToolError(code=str(error.get("code") or error.get("type") or "ERROR"),
+                         message=str(error.get("message") or error.get("detail") or json.dumps(error, default=str)))
+    return ToolError(code="ERROR", message=str(error))
+
+
 def _feedback(content: Any) -> Feedback:
-    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one, else the text."""
+    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one; an error when the
+    result has an ``error`` key or its text starts with an error ("Error: ...", "Exception ..."); else the text."""
     try:
         body = json.loads(content) if isinstance(content, str) else content
     except ValueError:
         body = content
     if isinstance(body, dict) and isinstance(body.get("ok"), bool):
-        error = body.get("error")
-        err = None
-        if not body["ok"]:
-            err = ToolError(code=str(error.get("code", "ERROR")) if isinstance(error, dict) else "ERROR",
-                            message=str(error.get("message", "")) if isinstance(error, dict) else str(error))
+        err = None if body["ok"] else _tool_error(body.get("error"))
         return Feedback(ok=body["ok"], error=err, result=body.get("data"), notices=list(body.get("notices") or []))
+    if isinstance(body, dict) and body.get("error") not in (None, False, ""):
+        return Feedback(ok=False, error=_tool_error(body["error"]), result=body)
+    if isinstance(body, str) and _ERROR_TEXT.match(body):
+        return Feedback(ok=False, error=ToolError(code="ERROR", message=body.strip()[:500]), result=body)
     return Feedback(ok=True, result=body)
 
 
@@ -128,9 +140,11 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     finished = steps[-1].action.kind == "finish"
     finish_args = steps[-1].action.arguments if finished else {}
     outcome = Outcome(
-        episode_id=eid, termination="finished" if finished else "harness_error",
+        # not finished here: the conversation ended in its own harness, for reasons only the source knows
+        episode_id=eid, termination="finished" if finished else "external",
         finish_status=str(finish_args.get("status", "")), final_answer=finish_args.get("answer"),
-        success=bool(reward is not None and progress >= 0.5), progress=max(0.0, min(1.0, progress)),
+        # no reward: unknown, not a failure
+        success=None if reward is None else progress >= 0.5, progress=max(0.0, min(1.0, progress)),
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
     )
     episode = Episode(
