@@ -63,6 +63,8 @@ class TaskSpec(_Record):
     tools: list[str] = Field(default_factory=list)
     # The task's own function schemas (imported tasks keep the record's); None: built from ``tools``.
     tool_schemas: list[dict[str, Any]] | None = None
+    # Tools among ``tool_schemas`` whose schema was inferred from the calls seen (an import without schemas)
+    tool_schemas_inferred: list[str] | None = None
     skills: list[str] = Field(default_factory=list)
     faults: list[dict[str, Any]] = Field(default_factory=list)
     requirements: list[Requirement] = Field(default_factory=list)
