@@ -26,6 +26,7 @@ from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
 from curation.routing import routing_marks
+from curation.semantic import Embed
 from curation.schema_check import schema_marks
 from curation.signatures import call_columns, exact_keys
 from warehouse.contract import TaskSpec
@@ -55,6 +56,7 @@ class CascadeInput:
     replay: ReplayFn = replay_hash
     judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
     prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
+    embed: Embed | None = None  # instruction embeddings for the semantic near-duplicate step (None: off)
 
 
 @dataclass
@@ -112,9 +114,10 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
     if inp.prior_near is not None and len(inp.prior_near[0]):
         prior_ep, prior_st = inp.prior_near
         near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
-                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"])
+                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"], inp.embed)
     else:
-        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
+        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup,
+                     embed=inp.embed)
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
