@@ -20,6 +20,9 @@ are one meaning, or their character-gram Jaccard passes the threshold and their 
 agree. "How many events on Saturday?" and "How many contacts work at Hooli?", both
 answered ``finish(answer=3)``, are not duplicates.
 
+Whatever the calls, two instructions that state different values (their anchors disagree:
+a number, date word or name one has and the other lacks) are never near duplicates.
+
 Rollouts of the same task are never paired here (choosing among them is the cost-aware
 selection's job), nor a success with a failure (failures are evidence). Clusters are the
 connected components of verified pairs; the hardest member (highest difficulty, then
@@ -143,6 +146,7 @@ class _Meaning:
         self.families = fam.fillna("").astype(str).to_numpy()
         self.embed, self.threshold = embed, threshold
         self.vectors: dict[str, np.ndarray] = {}
+        self.anchor_memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
     def __call__(self, pairs: np.ndarray) -> np.ndarray:
         if self.embed is None or not len(pairs):
@@ -156,18 +160,22 @@ class _Meaning:
         local = np.searchsorted(needed, pairs)
         return same_meaning(texts.tolist(), self.families[needed].tolist(), vec, local, self.threshold)
 
-    def lexical_ok(self, pairs: np.ndarray) -> np.ndarray:
-        """Anchors agree (for the character-gram path of low-signal pairs)."""
-        memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+    def anchors_ok(self, pairs: np.ndarray) -> np.ndarray:
+        """Per pair: the instructions state the same values (their anchors agree)."""
+        memo = self.anchor_memo
 
         def aw(i: int):
             if i not in memo:
                 memo[i] = (anchors(self.texts[i]), words(self.texts[i]))
             return memo[i]
 
-        same_family = self.families[pairs[:, 0]] == self.families[pairs[:, 1]] if len(pairs) else np.zeros(0, bool)
-        return np.array([bool(f) and anchors_agree(*aw(int(i)), *aw(int(j)))
-                         for (i, j), f in zip(pairs.tolist(), same_family)], dtype=bool)
+        return np.array([anchors_agree(*aw(i), *aw(j)) for i, j in pairs.tolist()], dtype=bool)
+
+    def lexical_ok(self, pairs: np.ndarray) -> np.ndarray:
+        """Same family and anchors agree (the character-gram path of low-signal pairs)."""
+        if not len(pairs):
+            return np.zeros(0, dtype=bool)
+        return (self.families[pairs[:, 0]] == self.families[pairs[:, 1]]) & self.anchors_ok(pairs)
 
 
 def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, texts: np.ndarray,
@@ -235,6 +243,10 @@ def near_duplicate_marks(
     if undecided.any():  # only one meaning can lift these over the threshold
         one = meaning(pairs[undecided])
         score[np.flatnonzero(undecided)[one]] = w * calls_j[undecided][one] + (1 - w)
+    # instructions that state different values are different tasks, whatever the calls say (an
+    # infeasible "move it to 15:00" and "... to 11:00" make the same calls)
+    passing = np.flatnonzero(score >= config.threshold)
+    score[passing[~meaning.anchors_ok(pairs[passing])]] = 0.0
     low_j = _similarity(instr_sig, low)
     low_score = np.where(meaning(low), 1.0, np.where((low_j >= config.threshold) & meaning.lexical_ok(low), low_j, 0.0))
     pairs, score = np.concatenate([pairs, low]), np.concatenate([score, low_score])
