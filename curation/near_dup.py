@@ -248,7 +248,11 @@ def near_duplicate_marks(
     passing = np.flatnonzero(score >= config.threshold)
     score[passing[~meaning.anchors_ok(pairs[passing])]] = 0.0
     low_j = _similarity(instr_sig, low)
-    low_score = np.where(meaning(low), 1.0, np.where((low_j >= config.threshold) & meaning.lexical_ok(low), low_j, 0.0))
+    lexical = np.flatnonzero(low_j >= config.threshold)  # few: anchors are checked on these only
+    low_score = np.zeros(len(low))
+    lexical = lexical[meaning.lexical_ok(low[lexical])]
+    low_score[lexical] = low_j[lexical]
+    low_score[meaning(low)] = 1.0
     pairs, score = np.concatenate([pairs, low]), np.concatenate([score, low_score])
     hits = pairs[score >= config.threshold]
     best_score = np.zeros(len(episodes))

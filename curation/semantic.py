@@ -69,7 +69,8 @@ def same_meaning(texts: Sequence[str], families: Sequence[str], vectors: np.ndar
     ``vectors`` are unit-length rows aligned with ``texts``."""
     if not len(pairs):
         return np.zeros(0, dtype=bool)
-    cos = np.einsum("ij,ij->i", vectors[pairs[:, 0]], vectors[pairs[:, 1]])
+    cos = np.concatenate([np.einsum("ij,ij->i", vectors[pairs[s:s + 100_000, 0]], vectors[pairs[s:s + 100_000, 1]])
+                          for s in range(0, len(pairs), 100_000)])
     fam = np.asarray(families, dtype=object)
     ok = (cos >= threshold) & (fam[pairs[:, 0]] == fam[pairs[:, 1]])
     memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
