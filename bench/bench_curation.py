@@ -164,7 +164,7 @@ def _child(kind: str, data_dir: Path, out_dir: Path, fmt: str | None = None) -> 
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def run(sizes: list[int], pool_tasks: int, workdir: Path) -> dict:
+def run(sizes: list[int], pool_tasks: int, workdir: Path, exports: bool = True) -> dict:
     results: dict[int, dict[str, dict]] = {}
     for n in sizes:
         data = workdir / f"data-{n}"
@@ -172,7 +172,7 @@ def run(sizes: list[int], pool_tasks: int, workdir: Path) -> dict:
         build(data, n, pool_tasks)
         print(f"built {n} episodes in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         results[n] = {"cascade": _child("cascade", data, workdir / f"out-{n}")}
-        for fmt in FORMATS:
+        for fmt in FORMATS if exports else ():
             results[n][f"export {fmt}"] = _child("export", data, workdir / f"out-{n}", fmt)
     return results
 
@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool-tasks", type=int, default=400, help="real tasks in the pool that is cloned")
     ap.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes")
     ap.add_argument("--workdir", type=Path, default=None, help="where to build data (default: a temp dir)")
+    ap.add_argument("--cascade-only", action="store_true", help="time the cascade, not the exports")
     ap.add_argument("--phase", choices=("cascade", "export"), help=argparse.SUPPRESS)
     ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out-dir", type=Path, help=argparse.SUPPRESS)
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [300, 600] if args.quick else [int(s) for s in args.sizes.split(",")]
     pool = 20 if args.quick else args.pool_tasks
     with tempfile.TemporaryDirectory(prefix="bench-curation-") as tmp:
-        results = run(sizes, pool, args.workdir or Path(tmp))
+        results = run(sizes, pool, args.workdir or Path(tmp), exports=not args.cascade_only)
     for line in report(results):
         print(line)
     return 0

@@ -26,6 +26,7 @@ from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
 from curation.routing import routing_marks
+from curation.semantic import Embed
 from curation.schema_check import schema_marks
 from curation.signatures import call_columns, exact_keys
 from warehouse.contract import TaskSpec
@@ -55,6 +56,7 @@ class CascadeInput:
     replay: ReplayFn = replay_hash
     judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
     prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
+    embed: Embed | None = None  # instruction embeddings for the semantic near-duplicate step (None: off)
 
 
 @dataclass
@@ -68,11 +70,15 @@ def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
     """Did the verifier pass the episode?"""
     ok = episodes["success"].fillna(False).to_numpy(dtype=bool)
     reason = np.where(ok, "every hard requirement passed", "failed: " + episodes["failure_type"].fillna(episodes["termination"].fillna("no outcome")).astype(str))
-    # An import has no requirements to check: its success is the reward its source reported.
+    # An import has no requirements to check: its success is the reward its source reported, and
+    # with no reward its outcome is unknown (not a failure).
     external = (episodes["source"] == "external").to_numpy()
+    unknown = external & episodes["success"].isna().to_numpy() & episodes["has_outcome"].astype(bool).to_numpy()
     reason = np.where(external, np.where(ok, "reported reward (external import: no requirements to check)",
-                                         "reported reward below 0.5 or none (external import)"), reason)
-    return marks_frame(episodes, "verified", np.where(ok, "verified", "not_verified"), ok, reason,
+                                         "reported reward below 0.5 (external import)"), reason)
+    reason = np.where(unknown, "no reward reported (external import): outcome unknown", reason)
+    mark = np.where(ok, "verified", np.where(unknown, "unknown", "not_verified"))
+    return marks_frame(episodes, "verified", mark, ok, reason,
                        [{"progress": float(p) if p == p else None, "termination": t}
                         for p, t in zip(episodes["progress"], episodes["termination"])])
 
@@ -108,9 +114,10 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
     if inp.prior_near is not None and len(inp.prior_near[0]):
         prior_ep, prior_st = inp.prior_near
         near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
-                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"])
+                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"], inp.embed)
     else:
-        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup)
+        near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup,
+                     embed=inp.embed)
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))

@@ -24,17 +24,21 @@ def rollout_cost(episodes: pd.DataFrame) -> np.ndarray:
 
 
 def selection_marks(episodes: pd.DataFrame, eligible: np.ndarray, tolerance: float = 0.25) -> pd.DataFrame:
-    """A ``selection`` mark per episode: preferred, alternative, evidence or not_eligible."""
+    """A ``selection`` mark per episode: preferred, alternative, evidence, unknown or not_eligible."""
     cost = rollout_cost(episodes)
     success = episodes["success"].fillna(False).to_numpy(dtype=bool)
     candidate = eligible & success
     frame = pd.DataFrame({"task": episodes["task_id"].to_numpy(), "cost": np.where(candidate, cost, np.inf)})
     cheapest = frame.groupby("task")["cost"].transform("min").to_numpy()
     preferred = candidate & (cost <= cheapest * (1.0 + tolerance) + 1e-9)
-    mark = np.where(preferred, "preferred", np.where(candidate, "alternative", np.where(success, "not_eligible", "evidence")))
+    unknown = episodes["success"].isna().to_numpy()  # no reward reported: neither a success nor evidence of failure
+    mark = np.where(preferred, "preferred", np.where(candidate, "alternative", np.where(
+        success, "not_eligible", np.where(unknown, "unknown", "evidence"))))
     reason = []
     for m, c, low in zip(mark, cost, cheapest):
-        if m == "alternative":
+        if m == "unknown":
+            reason.append("outcome unknown (no reward reported): for people to judge")
+        elif m == "alternative":
             reason.append(f"costs {c:g}, cheapest success of the task costs {low:g}")
         elif m == "evidence":
             reason.append("failed rollout: kept as evidence")

@@ -58,9 +58,13 @@ class Tally:
     by_split_family: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     lineage: dict[str, set] = field(default_factory=lambda: defaultdict(set))
     pair_kinds: Counter = field(default_factory=Counter)
+    inferred: Counter = field(default_factory=Counter)  # tool -> exported episodes whose schema of it was inferred
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1
+        if ep.get("task_tool_schemas_inferred"):
+            self.inferred["(episodes)"] += 1
+            self.inferred.update(ep["task_tool_schemas_inferred"])
         for key, col in (("rounds", "round_id"), ("policies", "policy"), ("families", "family"), ("seeds", "seed")):
             if ep.get(col) is not None:
                 self.lineage[key].add(ep[col])
@@ -294,6 +298,9 @@ def run_export(
         }
         if fmt == "dpo":
             manifest["pair_kinds"] = dict(tally.pair_kinds)
+        if tally.inferred:  # imports without tool schemas: what the rows' inferred schemas cover
+            manifest["tool_schemas_inferred"] = {"episodes": tally.inferred.pop("(episodes)"),
+                                                 "tools": dict(sorted(tally.inferred.items()))}
         manifest.update(extra or {})
         result = writer.finish(manifest)
     return result, {**manifest, "files": result.files}

@@ -19,9 +19,9 @@ def _rounds_filter(round_ids: list[str]) -> str:
     return "e.round_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in round_ids) + ")"
 
 
-def episode_sql(round_ids: list[str], tool_schemas: bool = False) -> str:
-    """Episodes of the rounds with marks, outcome and task; ``tool_schemas``: the tasks table has that column
-    (data written before schema 1.1 has not)."""
+def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool = False) -> str:
+    """Episodes of the rounds with marks, outcome and task; ``tool_schemas`` / ``inferred``: the tasks table has
+    the ``tool_schemas`` / ``tool_schemas_inferred`` column (older data has not)."""
     pivot = ",\n".join(
         f"max(mark) FILTER (WHERE \"check\" = '{c}') AS m_{c}, bool_and(passed) FILTER (WHERE \"check\" = '{c}') AS p_{c}"
         for c in _MARK_CHECKS
@@ -39,6 +39,7 @@ def episode_sql(round_ids: list[str], tool_schemas: bool = False) -> str:
                json_extract_string(o.failure, '$.type') AS failure_type,
                t.seed, t.difficulty, t.tools AS task_tools, t.split AS task_split,
                {"t.tool_schemas" if tool_schemas else "NULL"} AS task_tool_schemas,
+               {"t.tool_schemas_inferred" if inferred else "NULL"} AS task_tool_schemas_inferred,
                m.* EXCLUDE (episode_id)
         FROM episodes e
         LEFT JOIN outcomes o USING (episode_id)
@@ -72,7 +73,8 @@ def episodes_with_steps(
     """(episode row, its step rows in order), streamed in (task_id, episode_id) order."""
     steps = _rows(con, step_sql(round_ids), batch)
     pending = next(steps, None)
-    for ep in _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), batch):
+    sql = episode_sql(round_ids, has_column(con, "tasks", "tool_schemas"), has_column(con, "tasks", "tool_schemas_inferred"))
+    for ep in _rows(con, sql, batch):
         own = []
         while pending is not None and pending["episode_id"] == ep["episode_id"]:
             own.append(pending)

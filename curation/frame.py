@@ -118,7 +118,7 @@ def prior_representatives(
             WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
             GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
         )
-        SELECT e.episode_id, e.round_id, e.task_id, e.instruction, o.success, t.difficulty, o.steps AS n_steps
+        SELECT e.episode_id, e.round_id, e.task_id, e.family, e.instruction, o.success, t.difficulty, o.steps AS n_steps
         FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
         LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty FROM tasks) t ON t.task_id = e.task_id
         ORDER BY e.episode_id

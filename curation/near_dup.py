@@ -5,11 +5,23 @@ arguments, as a *set*, so independent calls made in another order look the same)
 the character 5-grams of its normalised instruction. LSH over the call signatures
 proposes candidates; a candidate pair is a near duplicate when
 
-    action_weight * J(calls) + (1 - action_weight) * J(instruction) >= threshold,
+    action_weight * J(calls) + (1 - action_weight) * S(instruction) >= threshold,
 
-both Jaccards estimated from the signatures. Calls carry most of the weight because a
-paraphrase changes the wording and keeps the calls, while two distinct tasks of one
-template share most of the wording and differ in an argument.
+J(calls) estimated from the signatures, S(instruction) = 1 when the two instructions are
+one meaning (:mod:`curation.semantic`: same family, embedding cosine >= the semantic
+threshold, anchors agree), else their character-gram Jaccard. Calls carry most of the
+weight because a paraphrase changes the wording and keeps the calls, while two distinct
+tasks of one template share most of the wording and differ in an argument.
+
+When the calls carry little signal (neither episode made a tool call with arguments: only
+finish, ask_user or argument-less reads), the instruction decides: two such episodes with
+the same calls (the same finish answer) are near duplicates only when their instructions
+are one meaning, or their character-gram Jaccard passes the threshold and their anchors
+agree. "How many events on Saturday?" and "How many contacts work at Hooli?", both
+answered ``finish(answer=3)``, are not duplicates.
+
+Whatever the calls, two instructions that state different values (their anchors disagree:
+a number, date word or name one has and the other lacks) are never near duplicates.
 
 Rollouts of the same task are never paired here (choosing among them is the cost-aware
 selection's job), nor a success with a failure (failures are evidence). Clusters are the
@@ -27,6 +39,7 @@ import pandas as pd
 
 from curation.marking import marks_frame
 from curation.minhash import MinHasher, band_keys, char_ngram_hashes, optimal_bands, shingle_hash
+from curation.semantic import Embed, anchors, anchors_agree, same_meaning, words
 from curation.signatures import normalise_instruction
 
 CHECK = "near_duplicate"
@@ -38,6 +51,8 @@ class NearDupConfig:
     action_weight: float = 0.8
     num_perm: int = 128
     ngram: int = 5
+    semantic_threshold: float = 0.6  # embedding cosine for "one meaning" (with agreeing anchors)
+    max_group: int = 2000  # low-signal episodes with the same calls compared all-pairs up to this many
 
     @property
     def lsh_threshold(self) -> float:
@@ -100,20 +115,89 @@ def _components(n: int, pairs: np.ndarray) -> np.ndarray:
 
 def signatures(
     episodes: pd.DataFrame, steps: pd.DataFrame, near_calls: pd.Series, hasher: MinHasher, ngram: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(call signatures, instruction signatures, has_calls) for ``episodes``.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(call signatures, instruction signatures, has_calls, informative) for ``episodes``.
 
+    ``informative``: the episode made a tool call with arguments (its calls say what the task was).
     ``steps``/``near_calls`` must be ordered by episode id like ``episodes``."""
     pos = pd.Index(episodes["episode_id"]).get_indexer(steps["episode_id"])
     keep = (pos >= 0) & near_calls.notna().to_numpy()
     owner = pos[keep]
-    call_sig = hasher.signatures(shingle_hash(near_calls.to_numpy()[keep].tolist()), owner, len(episodes))
+    texts = near_calls.to_numpy()[keep]
+    call_sig = hasher.signatures(shingle_hash(texts.tolist()), owner, len(episodes))
     has_calls = np.zeros(len(episodes), dtype=bool)
     has_calls[owner] = True
+    tool_with_args = np.array([t.startswith("[") and not t.startswith('["finish",') and not t.endswith(",{}]")
+                               for t in texts.tolist()], dtype=bool)
+    informative = np.zeros(len(episodes), dtype=bool)
+    informative[owner[tool_with_args]] = True
     codes, distinct = pd.factorize(episodes["instruction"].fillna("").map(normalise_instruction))
     grams, gram_owner = char_ngram_hashes(list(distinct), ngram)
     instr_sig = hasher.signatures(grams, gram_owner, len(distinct))[codes]
-    return call_sig, instr_sig, has_calls
+    return call_sig, instr_sig, has_calls, informative
+
+
+class _Meaning:
+    """Same-meaning decisions for pairs, embedding each distinct instruction once, on demand."""
+
+    def __init__(self, episodes: pd.DataFrame, embed: Embed | None, threshold: float):
+        self.texts = episodes["instruction"].fillna("").astype(str).to_numpy()
+        fam = episodes["family"] if "family" in episodes else pd.Series([""] * len(episodes))
+        self.families = fam.fillna("").astype(str).to_numpy()
+        self.embed, self.threshold = embed, threshold
+        self.vectors: dict[str, np.ndarray] = {}
+        self.anchor_memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def __call__(self, pairs: np.ndarray) -> np.ndarray:
+        if self.embed is None or not len(pairs):
+            return np.zeros(len(pairs), dtype=bool)
+        needed = np.unique(pairs.ravel())
+        texts = self.texts[needed]
+        missing = list(dict.fromkeys(t for t in texts.tolist() if t not in self.vectors))
+        if missing:
+            self.vectors.update(zip(missing, self.embed(missing)))
+        vec = np.stack([self.vectors[t] for t in texts.tolist()])
+        local = np.searchsorted(needed, pairs)
+        return same_meaning(texts.tolist(), self.families[needed].tolist(), vec, local, self.threshold)
+
+    def anchors_ok(self, pairs: np.ndarray) -> np.ndarray:
+        """Per pair: the instructions state the same values (their anchors agree)."""
+        memo = self.anchor_memo
+
+        def aw(i: int):
+            if i not in memo:
+                memo[i] = (anchors(self.texts[i]), words(self.texts[i]))
+            return memo[i]
+
+        return np.array([anchors_agree(*aw(i), *aw(j)) for i, j in pairs.tolist()], dtype=bool)
+
+    def lexical_ok(self, pairs: np.ndarray) -> np.ndarray:
+        """Same family and anchors agree (the character-gram path of low-signal pairs)."""
+        if not len(pairs):
+            return np.zeros(0, dtype=bool)
+        return (self.families[pairs[:, 0]] == self.families[pairs[:, 1]]) & self.anchors_ok(pairs)
+
+
+def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, texts: np.ndarray,
+                      max_group: int) -> np.ndarray:
+    """All pairs among ``idx`` with identical calls and family (groups larger than ``max_group``
+    are split further by their exact anchors)."""
+    if len(idx) < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    keys = pd.Series([families[i] + "\x00" + call_sig[i].tobytes().hex() for i in idx.tolist()])
+    out = []
+    for _, members in keys.groupby(keys).groups.items():
+        members = idx[np.asarray(members)]
+        if len(members) < 2:
+            continue
+        groups = [members]
+        if len(members) > max_group:
+            sub = pd.Series([" ".join(sorted(anchors(texts[i]))) for i in members.tolist()])
+            groups = [members[np.asarray(g)] for g in sub.groupby(sub).groups.values() if len(g) > 1]
+        for g in groups:
+            a, b = np.triu_indices(len(g), 1)
+            out.append(np.stack([g[a], g[b]], axis=1))
+    return np.concatenate(out).astype(np.int64) if out else np.zeros((0, 2), dtype=np.int64)
 
 
 def near_duplicate_marks(
@@ -124,25 +208,52 @@ def near_duplicate_marks(
     task_success_rate: pd.Series,
     config: NearDupConfig = NearDupConfig(),
     anchors: np.ndarray | None = None,
+    embed: Embed | None = None,
 ) -> pd.DataFrame:
     """A ``near_duplicate`` mark per episode.
 
     Only ``eligible`` episodes (sound, not exact duplicates) are compared; the others
     are marked ``not_compared``. ``anchors`` flags rows from earlier rounds: they take
     part in clusters and are kept before any other member (earlier rounds' decisions
-    stand), but get no mark of their own."""
+    stand), but get no mark of their own. ``embed`` (unit vectors of texts) adds the
+    semantic step; without it instructions compare by character grams only."""
     hasher = MinHasher(config.num_perm)
-    call_sig, instr_sig, has_calls = signatures(episodes, steps, near_calls, hasher, config.ngram)
+    call_sig, instr_sig, has_calls, informative = signatures(episodes, steps, near_calls, hasher, config.ngram)
+    meaning = _Meaning(episodes, embed, config.semantic_threshold)
     bands, rows = config.bands()
     idx = np.flatnonzero(eligible & has_calls)
     keys = band_keys(call_sig[idx], bands, rows)
     pairs = idx[_candidate_pairs(keys)] if len(idx) else np.zeros((0, 2), dtype=np.int64)
+    if len(pairs):  # calls with little signal: the instruction decides (below)
+        pairs = pairs[informative[pairs[:, 0]] | informative[pairs[:, 1]]]
+    low = _low_signal_pairs(call_sig, np.flatnonzero(eligible & has_calls & ~informative), meaning.families,
+                            meaning.texts, config.max_group)
     task = episodes["task_id"].to_numpy()
-    success = episodes["success"].fillna(False).to_numpy(dtype=bool)
-    if len(pairs):
-        pairs = pairs[(task[pairs[:, 0]] != task[pairs[:, 1]]) & (success[pairs[:, 0]] == success[pairs[:, 1]])]
+    # success, failure and unknown (no reward) are three outcomes: only like pairs with like
+    success = episodes["success"].astype("Float64").fillna(-1.0).to_numpy(dtype=float)
+
+    def comparable(p: np.ndarray) -> np.ndarray:
+        return p[(task[p[:, 0]] != task[p[:, 1]]) & (success[p[:, 0]] == success[p[:, 1]])] if len(p) else p
+
+    pairs, low = comparable(pairs), comparable(low)
     w = config.action_weight
-    score = w * _similarity(call_sig, pairs) + (1 - w) * _similarity(instr_sig, pairs) if len(pairs) else np.zeros(0)
+    calls_j = _similarity(call_sig, pairs)
+    score = w * calls_j + (1 - w) * _similarity(instr_sig, pairs) if len(pairs) else np.zeros(0)
+    undecided = (score < config.threshold) & (w * calls_j + (1 - w) >= config.threshold)
+    if undecided.any():  # only one meaning can lift these over the threshold
+        one = meaning(pairs[undecided])
+        score[np.flatnonzero(undecided)[one]] = w * calls_j[undecided][one] + (1 - w)
+    # instructions that state different values are different tasks, whatever the calls say (an
+    # infeasible "move it to 15:00" and "... to 11:00" make the same calls)
+    passing = np.flatnonzero(score >= config.threshold)
+    score[passing[~meaning.anchors_ok(pairs[passing])]] = 0.0
+    low_j = _similarity(instr_sig, low)
+    lexical = np.flatnonzero(low_j >= config.threshold)  # few: anchors are checked on these only
+    low_score = np.zeros(len(low))
+    lexical = lexical[meaning.lexical_ok(low[lexical])]
+    low_score[lexical] = low_j[lexical]
+    low_score[meaning(low)] = 1.0
+    pairs, score = np.concatenate([pairs, low]), np.concatenate([score, low_score])
     hits = pairs[score >= config.threshold]
     best_score = np.zeros(len(episodes))
     if len(hits):
@@ -184,7 +295,7 @@ def near_duplicate_marks(
     return marks[~anchor].reset_index(drop=True) if anchor.any() else marks
 
 
-_PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "instruction", "success", "difficulty", "n_steps"]
+_PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "family", "instruction", "success", "difficulty", "n_steps"]
 
 
 def near_duplicate_marks_with_history(
@@ -197,6 +308,7 @@ def near_duplicate_marks_with_history(
     prior_episodes: pd.DataFrame,
     prior_steps: pd.DataFrame,
     prior_near_calls: pd.Series,
+    embed: Embed | None = None,
 ) -> pd.DataFrame:
     """Near-duplicate marks for ``episodes``, also against earlier rounds' representatives.
 
@@ -216,6 +328,6 @@ def near_duplicate_marks_with_history(
     ], ignore_index=True).sort_values(["episode_id", "index"], kind="stable").reset_index(drop=True)
     marks = near_duplicate_marks(
         all_ep, all_steps, all_steps["near"], all_ep["_eligible"].to_numpy(dtype=bool), task_success_rate, config,
-        anchors=all_ep["_anchor"].to_numpy(dtype=bool),
+        anchors=all_ep["_anchor"].to_numpy(dtype=bool), embed=embed,
     )
     return marks.set_index("episode_id").loc[episodes["episode_id"]].reset_index()[list(marks.columns)]

@@ -1,7 +1,8 @@
 """Cascade step 8: what needs human eyes.
 
-Routed for a reason: the verifier passed an episode the heuristics flagged; a payment
-or permission tool was touched; an external import (no replay); a failure type not
+Routed for a reason: the verifier passed an episode the heuristics flagged; a tool
+whose spec declares a sensitive side effect (``Tool.sensitive``: spends money, places an
+order, sends to new recipients, deletes, grants a permission) was called; an external import (no replay); a failure type not
 seen in earlier rounds (the first few of each); model judges that disagree with the
 verifier (when judges ran). Plus a stratified random sample of the
 rest: ``rate`` of each (family, success) stratum, at least one each, chosen by a hash
@@ -21,14 +22,9 @@ CHECK = "routing"
 NOVEL_PER_TYPE = 3
 
 
-def sensitive_tools() -> set[str]:
-    """Tools that touch payments or permissions (by app, name or what they require)."""
-    out = set()
-    for name, tool in TOOLS.items():
-        text = f"{name} {tool.app}".lower()
-        if any(w in text for w in ("permission", "payment", "pay_", "wallet", "transfer", "purchase")):
-            out.add(name)
-    return out
+def sensitive_tools() -> dict[str, str]:
+    """Tool name -> the sensitive side effect its spec declares (only tools that declare one)."""
+    return {name: tool.sensitive for name, tool in TOOLS.items() if tool.sensitive}
 
 
 def routing_marks(
@@ -43,7 +39,13 @@ def routing_marks(
     """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto."""
     success = episodes["success"].fillna(False).to_numpy(dtype=bool)
     sensitive = sensitive_tools()
-    touched = set(steps.loc[steps["action_tool"].isin(sensitive) & (steps["action_kind"] == "tool_call"), "episode_id"])
+    calls = steps.loc[steps["action_tool"].isin(list(sensitive)) & (steps["action_kind"] == "tool_call"),
+                      ["episode_id", "action_tool"]]
+    touched: dict[str, list[str]] = {}
+    for eid, name in zip(calls["episode_id"].tolist(), calls["action_tool"].tolist()):
+        effects = touched.setdefault(eid, [])
+        if f"{name} ({sensitive[name]})" not in effects:
+            effects.append(f"{name} ({sensitive[name]})")
     ftype = episodes["failure_type"].fillna("").to_numpy()
     eids = episodes["episode_id"].to_numpy()
     # the first NOVEL_PER_TYPE episodes (in stable hash order) of each never-seen failure type
@@ -58,7 +60,7 @@ def routing_marks(
     reasons: list[list[str]] = [[] for _ in eids]
     rules = {
         "verifier passed what the heuristics flagged": success & ~heuristics_passed,
-        "payment or permission tool touched": np.isin(eids, list(touched)),
+        "sensitive tool called": np.isin(eids, list(touched)),
         "external import without replay": (episodes["source"] == "external").to_numpy(),
         "novel failure type": novel,
         "model judges disagree with the verifier": (
@@ -67,7 +69,7 @@ def routing_marks(
     }
     for text, mask in rules.items():
         for i in np.flatnonzero(mask):
-            reasons[i].append(text)
+            reasons[i].append(f"{text}: {', '.join(touched[eids[i]])}" if text == "sensitive tool called" else text)
     flagged = np.array([bool(r) for r in reasons], dtype=bool)
     # stratified sample of the rest
     u = np.array([int(digest(["sample", e], 8), 16) / 16**8 for e in eids])

@@ -64,6 +64,8 @@ def preference_role(ep: dict[str, Any], review: Decision | None, *, include_veri
     if sound_reason(ep) and sound_reason(ep) != "near_duplicate":
         return None
     decision = review.decision if review else None
+    if ep.get("success") is None and decision is None:  # unknown outcome (no reward), no one decided
+        return None
     if not ep.get("success") or decision == "reject":
         return "rejected_failure" if sound_reason(ep) is None else None
     if ep.get("m_selection") == "alternative":

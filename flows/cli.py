@@ -340,6 +340,11 @@ def import_(
     scorer: Annotated[
         str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward (default: the first).")
     ] = None,
+    tools: Annotated[
+        Path | None,
+        typer.Option("--tools", help="OpenAI function schemas (a JSON list) for the records that carry no `tools` "
+                                     "of their own; without it, schemas are inferred from the calls.", show_default=False),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -349,7 +354,14 @@ def import_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt.strip().lower(), scorer=scorer)  # a file that is not JSON fails here, before anything is written
+    prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer)  # a file that is not JSON fails here, before anything is written
+    pre = prepared.summary
+    if pre.without_schemas:
+        given = f"schemas from {tools}" if tools else "no --tools file"
+        inferred = (f"; schemas inferred from the calls for {len(pre.inferred_tools)} tool(s): "
+                    f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
+        out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
+                  markup=False, highlight=False, soft_wrap=True)
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)

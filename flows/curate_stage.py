@@ -9,6 +9,7 @@ from curation.frame import episode_frame, prior_representatives, step_frame, ste
 from curation.judges import EndpointJudge
 from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
+from curation.semantic import wordllama_embed
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -20,7 +21,8 @@ def cascade_config(settings: Settings | None) -> CascadeConfig:
         return CascadeConfig()
     c = settings.curation
     return CascadeConfig(
-        near_dup=NearDupConfig(threshold=c.near_dup_threshold, action_weight=c.near_dup_action_weight),
+        near_dup=NearDupConfig(threshold=c.near_dup_threshold, action_weight=c.near_dup_action_weight,
+                               semantic_threshold=c.near_dup_semantic_threshold),
         cost_tolerance=c.cost_tolerance,
         review_rate=c.review_sample_rate,
         pii_kinds=tuple(c.pii_kinds),
@@ -55,6 +57,7 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),
         judges=judges_from(settings),
         prior_near=prior_representatives(con, round_id, history) if history else None,
+        embed=wordllama_embed if settings is None or settings.curation.near_dup_semantic else None,
     )
 
 

@@ -19,10 +19,19 @@ from pathlib import Path
 
 from flows.import_readers import READERS
 from flows.stages import curate_round
-from generators.importers.openai_chat import MalformedRecord, episode_from_record, task_from_record
+from generators.importers.openai_chat import (
+    MalformedRecord,
+    called_tools,
+    episode_from_record,
+    record_schemas,
+    task_from_record,
+)
+from generators.importers.tool_schemas import BadToolSchemas, inferred_schemas, normalised_schemas
+from generators.phone.tools import TOOLS
 from warehouse import state
 from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError
+from warehouse.jsonfile import read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile, write_shard
 from warehouse.store import Store
@@ -38,6 +47,9 @@ class ImportSummary:
     round_id: str | None = None  # the import's round (None: nothing new to import)
     file_already_imported: bool = False  # this very file was imported before (as round_id)
     marks: int = 0  # curation marks written now
+    records: int = 0  # usable records read
+    without_schemas: int = 0  # usable records with no tool schemas of their own
+    inferred_tools: list[str] = field(default_factory=list)  # tools whose schema was inferred from the calls
 
 
 @dataclass
@@ -50,20 +62,38 @@ class PreparedImport:
     summary: ImportSummary
 
 
-def prepare_import(path: Path, fmt: str, *, scorer: str | None = None) -> PreparedImport:
+def read_tool_schemas(path: Path) -> dict[str, dict]:
+    """``--tools FILE``: OpenAI function schemas (a JSON list) for every record of an import."""
+    records = read_records(path)  # a JSON list's items (or JSON Lines), or one {"tools": [...]} object
+    bad = next((r for r in records if r.problem), None)
+    if bad is not None:
+        raise InputError(f"{path}: {bad.where}: {bad.problem}")
+    value = [r.value for r in records]
+    value = value[0] if len(value) == 1 and isinstance(value[0], dict) and "tools" in value[0] else value
+    try:
+        return normalised_schemas(value, str(path))
+    except BadToolSchemas as exc:
+        raise InputError(str(exc)) from None
+
+
+def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
+
+    Tool schemas: a record's own ``tools``, else those of ``tools_path``; a called tool that neither
+    describes gets a schema inferred from the arguments of every call to it in the file.
     ``scorer`` picks the score an Inspect log's reward comes from (default: its first scorer)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
+    given = read_tool_schemas(tools_path) if tools_path is not None else {}
     records = READERS[fmt](path, scorer)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     summary = ImportSummary()
     batch_id = f"import-{sha[:12]}"
     now = datetime.now(UTC)
     parsed: dict[str, EpisodeRecord] = {}
-    tasks: dict[str, TaskSpec] = {}
+    sources: list[tuple[dict, EpisodeRecord]] = []
     for rec in records:
         if rec.problem:
             summary.skipped.append((rec.where, rec.problem))
@@ -79,13 +109,30 @@ def prepare_import(path: Path, fmt: str, *, scorer: str | None = None) -> Prepar
         if ep.episode.episode_id in parsed:
             summary.already += 1
         parsed[ep.episode.episode_id] = ep
-        tasks.setdefault(ep.episode.task_id, task_from_record(rec.value, ep))
+        sources.append((rec.value, ep))
     if not parsed:
         if not summary.skipped:
             raise InputError(f"{path}: nothing to import (no records)")
         where, why = summary.skipped[0]
         raise InputError(f"{path}: nothing to import; {len(summary.skipped)} malformed record(s), first at "
                          f"{where}: {why}")
+    # one schema per undescribed tool, from every call to it in the file
+    own = [record_schemas(value) for value, _ in sources]
+    names = {n for i, (_, ep) in enumerate(sources) if own[i] is None for n in called_tools(ep)
+             if n not in given and n not in TOOLS}
+    inferred = inferred_schemas((s.action.tool, s.action.arguments) for i, (_, ep) in enumerate(sources)
+                                if own[i] is None for s in ep.steps
+                                if s.action.kind == "tool_call" and s.action.tool in names)
+    summary.records = len(sources)
+    summary.without_schemas = sum(1 for o in own if o is None)
+    summary.inferred_tools = sorted(inferred)
+    called: dict[str, list[str]] = {}  # task id -> every tool any of its conversations called
+    for _, ep in sources:
+        called[ep.episode.task_id] = list(dict.fromkeys(called.get(ep.episode.task_id, []) + called_tools(ep)))
+    tasks: dict[str, TaskSpec] = {}
+    for value, ep in sources:
+        if ep.episode.task_id not in tasks:
+            tasks[ep.episode.task_id] = task_from_record(value, ep, given, inferred, called[ep.episode.task_id])
     return PreparedImport(path, fmt, sha, parsed, tasks, summary)
 
 

@@ -20,3 +20,16 @@ def test_bench_engine_quick_prints_ratios_and_cpu_per_call():
         assert abs(float(ratio) - float(engine) / float(plain)) < 0.01
         assert float(plain_cpu) > 0 and float(engine_cpu) > 0
     assert "worst ratio" in proc.stdout
+
+
+def test_bench_semantic_quick_prints_recall_and_false_positives():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_semantic.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = {line[:40].split("  ")[0].strip() + line[28:40].strip(): line.split()[-3:]
+            for line in proc.stdout.splitlines() if line.startswith(("one meaning", "little signal", "reference"))}
+    template, _, negative = (float(x) for x in rows["one meaning"])
+    assert template > 0.8 and negative == 0.0  # paraphrases found, same-wording-other-value pairs not
+    low_plain = [float(x) for x in rows["little signal (finish)5-gram only"]]
+    low_semantic = [float(x) for x in rows["little signal (finish)+ semantic"]]
+    assert low_semantic[0] > low_plain[0] + 0.5 and low_semantic[2] == 0.0

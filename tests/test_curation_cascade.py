@@ -138,6 +138,26 @@ def test_routing_sends_external_and_permission_episodes_and_a_stable_sample():
     assert marks["mark"].tolist() == again["mark"].tolist()
 
 
+
+def test_routing_follows_each_tools_declared_side_effect_not_its_name():
+    from generators.phone.tools import TOOLS
+
+    # what the specs declare: money, orders, new recipients, deletions; reads never
+    assert TOOLS["shop_place_order"].sensitive == "places an order"
+    assert TOOLS["wallet_send_money"].sensitive == "spends money"
+    assert TOOLS["mail_send"].sensitive and TOOLS["contacts_delete"].sensitive == "deletes"
+    assert not [n for n, t in TOOLS.items() if t.kind == "read" and t.sensitive]
+    calls = {"e0": "shop_place_order", "e1": "wallet_get_balance", "e2": "files_delete", "e3": "wallet_list_transactions",
+             "e4": "messages_send", "e5": "contacts_search"}
+    eps = _episodes([{"episode_id": e} for e in calls])
+    steps = _steps([_call(e, 0, tool, {}) for e, tool in calls.items()])
+    by = routing_marks(eps, steps, np.ones(len(calls), dtype=bool), set(), rate=0.0).set_index("episode_id")
+    for eid in ("e0", "e2", "e4"):
+        assert "sensitive tool called: " + calls[eid] in by.loc[eid, "reason"], by.loc[eid, "reason"]
+    for eid in ("e1", "e3", "e5"):  # read-only, even in the wallet app
+        assert "sensitive" not in by.loc[eid, "reason"], by.loc[eid, "reason"]
+    assert "places an order" in by.loc["e0", "reason"]
+
 def test_cascade_on_a_real_round_marks_every_episode_once_per_step(curated):
     store, round_id = curated
     con = store.duck()

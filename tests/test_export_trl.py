@@ -22,8 +22,11 @@ def collected(tmp_path_factory):
 
 
 def _load(out, manifest):
+    # one split at a time, as a trainer loads its train file: each split's rows carry the
+    # argument objects of their own tools, which datasets infers per file
     files = {m["split"]: str(out / name) for name, m in manifest["files"].items()}
-    return datasets.load_dataset("json", data_files=files)
+    return datasets.DatasetDict({split: datasets.load_dataset("json", data_files=path, split="train")
+                                 for split, path in files.items()})
 
 
 def test_rows_load_with_datasets_in_trls_tool_calling_shape(collected, tmp_path):

@@ -89,3 +89,53 @@ def test_a_file_that_is_not_json_is_one_line_with_the_position(tmp_path):
         assert not (tmp_path / "flywheel-data").exists()
     proc = flywheel("import", str(tmp_path / "missing.jsonl"), env=cli_env(None), cwd=tmp_path)
     assert proc.returncode == 1 and "cannot read" in proc.stderr
+
+
+def _airline_like(tail):
+    return {"messages": [
+        {"role": "user", "content": "Cancel my booking ZFA04Y please."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a1", "type": "function", "function": {"name": "get_reservation_details",
+                                                          "arguments": '{"reservation_id": "ZFA04Y"}'}}]},
+        {"role": "tool", "tool_call_id": "a1", "content": json.dumps({"error": "Reservation ZFA04Y not found"})},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a2", "type": "function", "function": {"name": "get_reservation_details",
+                                                          "arguments": '{"reservation_id": "ZFA04"}'}}]},
+        {"role": "tool", "tool_call_id": "a2", "content": "Error: reservation ZFA04 not found"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a3", "type": "function", "function": {"name": "get_user_details", "arguments": '{"user_id": "mia_li_3668"}'}}]},
+        {"role": "tool", "tool_call_id": "a3", "content": json.dumps({"name": "Mia Li", "error_count": 0,
+                                                                         "reservations": ["ZFA04Y"]})},
+        *tail,
+    ]}
+
+
+def test_tool_errors_are_error_steps_no_reward_is_unknown_and_an_open_ending_is_external():
+    from datetime import UTC, datetime
+
+    from generators.importers.openai_chat import episode_from_record
+
+    rec = episode_from_record(_airline_like([]), batch_id="b", created_at=datetime(2026, 3, 1, tzinfo=UTC))
+    oks = [(s.action.tool, s.feedback.ok) for s in rec.steps]
+    assert oks == [("get_reservation_details", False), ("get_reservation_details", False), ("get_user_details", True)]
+    assert rec.steps[0].feedback.error.message == "Reservation ZFA04Y not found"
+    assert rec.steps[1].feedback.error.message.startswith("Error: reservation ZFA04")
+    # no reward: unknown, not a failure; it ended in the source's harness, not ours
+    assert rec.outcome.success is None and rec.outcome.termination == "external"
+    closed = episode_from_record({**_airline_like([{"role": "assistant", "content": "It is cancelled."}]), "reward": 0.0},
+                                 batch_id="b", created_at=datetime(2026, 3, 1, tzinfo=UTC))
+    assert closed.outcome.success is False and closed.outcome.termination == "finished"
+
+
+def test_an_imported_record_without_reward_is_curated_as_unknown(tmp_path):
+    src = tmp_path / "c.jsonl"
+    src.write_text(json.dumps(_airline_like([])) + "\n" + json.dumps({**_airline_like([]), "reward": 1}) + "\n")
+    proc = flywheel("import", str(src), env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    con = Store(tmp_path / "flywheel-data").duck()
+    marks = con.execute("SELECT o.success IS NULL, m.\"check\", m.mark FROM marks m JOIN outcomes o USING (episode_id) "
+                        "WHERE m.\"check\" IN ('verified', 'selection', 'schema')").fetchall()
+    unknown = {c: m for no_reward, c, m in marks if no_reward}
+    assert unknown == {"verified": "unknown", "selection": "unknown", "schema": "valid"}
+    assert con.execute("SELECT count(*) FROM steps WHERE NOT feedback_ok").fetchone()[0] == 4
+    assert con.execute("SELECT DISTINCT termination FROM outcomes").fetchall() == [("external",)]

@@ -20,7 +20,8 @@ from warehouse.ids import canonical_json
 
 def _episode(eid, task, instruction, actions):
     return (
-        {"episode_id": eid, "round_id": "r1", "task_id": task.task_id if eid.startswith("b") else f"p-{eid}",
+        {"episode_id": eid, "round_id": "r1", "family": task.family,
+         "task_id": task.task_id if eid.startswith("b") else f"p-{eid}",
          "instruction": instruction, "success": True, "difficulty": task.difficulty, "n_steps": len(actions)},
         [{"episode_id": eid, "near": near_call(a.kind, a.tool, a.arguments)} for a in actions],
     )
@@ -156,3 +157,86 @@ def test_a_second_round_is_curated_against_the_first(tmp_path):
         "SELECT detail FROM marks WHERE round_id = 'r0002' AND mark = 'near_duplicate'").fetchall()]
     known = {e for (e,) in con.execute("SELECT episode_id FROM episodes").fetchall()}
     assert set(targets) <= known
+
+
+def _frames(rows):
+    """(episodes, steps) from (episode id, family, instruction, [(tool, args), ...]) rows, in id order."""
+    eps, steps = [], []
+    for eid, fam, instruction, calls in sorted(rows):
+        eps.append({"episode_id": eid, "round_id": "r1", "task_id": f"t-{eid}", "family": fam,
+                    "instruction": instruction, "success": True, "difficulty": 1, "n_steps": len(calls)})
+        for tool, args in calls:
+            kind = tool if tool in ("finish", "ask_user") else "tool_call"
+            steps.append({"episode_id": eid, "near": near_call(kind, tool, args)})
+    return pd.DataFrame(eps), pd.DataFrame(steps)
+
+
+def _clusters(episodes, steps, embed=None):
+    marks = near_duplicate_marks(episodes, steps, steps["near"], np.ones(len(episodes), dtype=bool),
+                                 pd.Series(dtype=float), NearDupConfig(), embed=embed)
+    return {e: (json.loads(d)["cluster"] if m in ("kept", "near_duplicate") else e)
+            for e, m, d in zip(marks["episode_id"], marks["mark"], marks["detail"])}
+
+
+THREE = ("finish", {"status": "completed", "answer": 3, "summary": "You have 3."})
+
+
+def test_when_calls_carry_little_signal_the_instruction_decides():
+    from curation.semantic import wordllama_embed
+
+    episodes, steps = _frames([
+        ("a", "F02", "How many events do I have on Saturday?", [THREE]),
+        ("b", "F02", "How many of my contacts work at Hooli?", [THREE]),  # another question, same answer
+        ("c", "F02", "How many events do I have on Sunday?", [THREE]),  # same wording, another day
+        ("d", "F02", "Number of calendar events on Saturday?", [THREE]),  # a paraphrase of a
+        ("e", "F02", "How many events do I have on Saturday", [THREE]),  # a copy but for punctuation
+        # argument-less reads say as little: the company is only in the instruction
+        ("f", "F02", "Count contacts at Hooli.", [("contacts_list", {}), THREE]),
+        ("g", "F02", "Count contacts at Initech.", [("contacts_list", {}), THREE]),
+        ("h", "F02", "I need an exact number: how many people from Hooli are in my contacts?", [("contacts_list", {}), THREE]),
+    ])
+    plain = _clusters(episodes, steps)
+    assert plain["e"] == plain["a"]  # lexically the same instruction, same calls
+    assert len({plain[x] for x in "abcd"}) == 4 and plain["f"] != plain["g"]
+    semantic = _clusters(episodes, steps, wordllama_embed)
+    assert semantic["a"] == semantic["d"] == semantic["e"]  # one meaning, other words
+    assert semantic["f"] == semantic["h"]
+    assert len({semantic[x] for x in "abc"}) == 3 and semantic["f"] != semantic["g"]  # hard negatives stay apart
+
+
+def test_one_meaning_lifts_paraphrases_whose_calls_differ_a_little():
+    from curation.semantic import wordllama_embed
+
+    common = [("contacts_search", {"query": "Ann Lee"}), ("contacts_get", {"contact_id": "c-7"}),
+              ("contacts_update", {"contact_id": "c-7", "phone": "+1 206-555-0199"}),
+              ("contacts_get", {"contact_id": "c-7", "fields": ["phone"]}), ("contacts_search", {"query": "Lee"}),
+              ("finish", {"status": "completed"})]
+    extra = [("contacts_list", {"page": 2})]  # one more read than the other rollout
+    episodes, steps = _frames([
+        ("a", "F01", "Update Ann Lee's phone number to +1 206-555-0199.", common),
+        ("b", "F01", "Ann Lee got a new number, it's +1 206-555-0199. Can you fix it in my contacts?", common + extra),
+        # same wording, another number: the calls differ in the argument
+        ("c", "F01", "Update Ann Lee's phone number to +1 206-555-0142.",
+         common[:2] + [("contacts_update", {"contact_id": "c-7", "phone": "+1 206-555-0142"})] + common[3:]),
+    ])
+    assert len(set(_clusters(episodes, steps).values())) == 3
+    semantic = _clusters(episodes, steps, wordllama_embed)
+    assert semantic["a"] == semantic["b"] and semantic["c"] != semantic["a"]
+
+
+def test_wordllama_loads_with_no_network_and_no_home_cache(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import socket\n"
+            "def refuse(*a, **k):\n    raise OSError('network disabled in this test')\n"
+            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+            "from curation.semantic import wordllama_embed\n"
+            "v = wordllama_embed(['How many events on Saturday?', 'Number of calendar events on Saturday?'])\n"
+            "print(v.shape, round(float(v[0] @ v[1]), 2))\n")
+    env = {"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("(2, 256)") and not proc.stderr.strip(), proc.stderr
+    assert not any(tmp_path.iterdir())  # nothing downloaded or cached under HOME

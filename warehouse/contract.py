@@ -27,6 +27,7 @@ Termination = Literal[
     "invalid_replies",  # too many unusable model replies in a row
     "endpoint_error",  # the model endpoint failed for good
     "harness_error",  # the environment itself failed
+    "external",  # an imported conversation that ended without a finish: how it ended is the source's to say
 ]
 
 
@@ -62,6 +63,8 @@ class TaskSpec(_Record):
     tools: list[str] = Field(default_factory=list)
     # The task's own function schemas (imported tasks keep the record's); None: built from ``tools``.
     tool_schemas: list[dict[str, Any]] | None = None
+    # Tools among ``tool_schemas`` whose schema was inferred from the calls seen (an import without schemas)
+    tool_schemas_inferred: list[str] | None = None
     skills: list[str] = Field(default_factory=list)
     faults: list[dict[str, Any]] = Field(default_factory=list)
     requirements: list[Requirement] = Field(default_factory=list)
@@ -166,7 +169,7 @@ class Outcome(_Record):
     finish_status: str = ""
     final_answer: Any = None
     claims: list[dict[str, Any]] = Field(default_factory=list)
-    success: bool
+    success: bool | None  # None: unknown (an import whose source reported no reward), not a failure
     progress: float
     requirement_results: list[RequirementResult] = Field(default_factory=list)
     minefields_hit: list[str] = Field(default_factory=list)

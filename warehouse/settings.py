@@ -60,6 +60,8 @@ class CurationSettings(_Section):
     near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0)
     near_dup_action_weight: float = Field(0.8, ge=0.0, le=1.0)
     near_dup_history_rounds: int = Field(3, ge=0, le=1000)  # earlier rounds near duplicates are sought in
+    near_dup_semantic: bool = True  # instructions of one meaning (WordLlama embeddings + anchors) count
+    near_dup_semantic_threshold: float = Field(0.6, gt=0.0, le=1.0)  # embedding cosine for one meaning
     cost_tolerance: float = Field(0.25, ge=0.0)
     review_sample_rate: float = Field(0.05, ge=0.0, le=1.0)
     pii_kinds: list[Literal["email", "card", "account", "phone", "address"]] = Field(

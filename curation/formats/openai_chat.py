@@ -63,6 +63,10 @@ def chat_turns(instruction: str, steps: list[Step]) -> list[tuple[dict[str, Any]
         if step.action.kind == "finish":
             break
         turns.append(({"role": "tool", "tool_call_id": _call_id(step), "content": tool_content(step)}, None))
+    # an episode that ended on a tool's answer (an import handed over elsewhere, a budget run out): the
+    # last assistant turn closes the chat; the answer after it teaches nothing
+    while len(turns) > 2 and turns[-1][0]["role"] == "tool":
+        turns.pop()
     return turns
 
 

@@ -15,10 +15,13 @@ so curation masks them again) and ``termination`` (why an unfinished conversatio
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
+from generators.importers.tool_schemas import normalised_schemas
 from generators.phone.families import split_for_template
+from generators.phone.tools import TOOLS, openai_tool_schemas
 from warehouse.contract import (
     Action,
     Episode,
@@ -40,19 +43,30 @@ class MalformedRecord(ValueError):
     """One record cannot be imported; the message says why."""
 
 
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+
+
+def _tool_error(error: Any) -> ToolError:
+    if isinstance(error, dict):
+        return ToolError(code=str(error.get("code") or error.get("type") or "ERROR"),
+                         message=str(error.get("message") or error.get("detail") or json.dumps(error, default=str)))
+    return ToolError(code="ERROR", message=str(error))
+
+
 def _feedback(content: Any) -> Feedback:
-    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one, else the text."""
+    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one; an error when the
+    result has an ``error`` key or its text starts with an error ("Error: ...", "Exception ..."); else the text."""
     try:
         body = json.loads(content) if isinstance(content, str) else content
     except ValueError:
         body = content
     if isinstance(body, dict) and isinstance(body.get("ok"), bool):
-        error = body.get("error")
-        err = None
-        if not body["ok"]:
-            err = ToolError(code=str(error.get("code", "ERROR")) if isinstance(error, dict) else "ERROR",
-                            message=str(error.get("message", "")) if isinstance(error, dict) else str(error))
+        err = None if body["ok"] else _tool_error(body.get("error"))
         return Feedback(ok=body["ok"], error=err, result=body.get("data"), notices=list(body.get("notices") or []))
+    if isinstance(body, dict) and body.get("error") not in (None, False, ""):
+        return Feedback(ok=False, error=_tool_error(body["error"]), result=body)
+    if isinstance(body, str) and _ERROR_TEXT.match(body):
+        return Feedback(ok=False, error=ToolError(code="ERROR", message=body.strip()[:500]), result=body)
     return Feedback(ok=True, result=body)
 
 
@@ -96,12 +110,14 @@ def _steps(eid: str, messages: list[Any]) -> list[Step]:
                 text = ""  # the text goes with the first call of the message
             if not calls:
                 later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"), None)
-                if later_user is not None:  # text to the user, answered by the user: a question
+                agent_again = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages[i + 1:])
+                if later_user is not None and agent_again:  # text to the user, answered, the agent goes on: a question
                     action = Action(kind="ask_user", tool="ask_user", arguments={"question": text})
                     feedback = Feedback(ok=True, result={"answer": _text(later_user)})
-                else:  # the closing answer
+                else:  # the closing answer (what the user says after it, "thanks, bye", is kept with it)
                     action = Action(kind="finish", tool="finish", arguments={"status": "completed", "summary": text})
-                    feedback = Feedback(ok=True, result={"status": "completed"})
+                    after = [_text(m) for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"]
+                    feedback = Feedback(ok=True, result={"status": "completed", **({"user_after": after} if after else {})})
                 steps.append(Step(episode_id=eid, index=len(steps), action=action, feedback=feedback))
         elif role == "tool":
             call_id = str(msg.get("tool_call_id") or "")
@@ -135,9 +151,11 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     finished = steps[-1].action.kind == "finish"
     finish_args = steps[-1].action.arguments if finished else {}
     outcome = Outcome(
+        # not finished here: the conversation ended in its own harness; its named reason where it gives one of ours
         episode_id=eid, termination="finished" if finished else _termination(value.get("termination")),
         finish_status=str(finish_args.get("status", "")), final_answer=finish_args.get("answer"),
-        success=value["success"] if isinstance(value.get("success"), bool) else bool(reward is not None and progress >= 0.5),
+        # the record's own success where it states one; else from the reward; no reward: unknown, not a failure
+        success=value["success"] if isinstance(value.get("success"), bool) else (None if reward is None else progress >= 0.5),
         progress=max(0.0, min(1.0, progress)),
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
         requirement_results=_breakdown(value.get("reward_breakdown")),
@@ -153,7 +171,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
 
 def _termination(value: Any) -> str:
     """Why an unfinished conversation stopped: the record's own reason when it names one of ours."""
-    return value if value in ("budget_exhausted", "invalid_replies", "endpoint_error", "harness_error") else "harness_error"
+    return value if value in ("budget_exhausted", "invalid_replies", "endpoint_error", "harness_error") else "external"
 
 
 def _rollout(value: Any) -> int:
@@ -197,27 +215,42 @@ def _split(task: dict[str, Any], family: str, template: str) -> str:
     return split if split in SPLITS else split_for_template(family, template)
 
 
-def _tool_schemas(value: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The record's function schemas (OpenAI ``tools``), or None when it has none."""
+def record_schemas(value: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The record's own function schemas (OpenAI ``tools``) by name, or None when it has none usable."""
     tools = value.get("tools")
     if not isinstance(tools, list):
         return None
-    out = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)
-           and isinstance(t["function"].get("name"), str)]
-    return out or None
+    usable = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)
+              and isinstance(t["function"].get("name"), str) and t["function"]["name"]]
+    return normalised_schemas(usable) if usable else None
 
 
-def task_from_record(value: dict[str, Any], record: EpisodeRecord) -> TaskSpec:
-    """The task of an imported conversation: its instruction and tools, no requirements (it cannot be checked)."""
+def called_tools(record: EpisodeRecord) -> list[str]:
+    """The tools a conversation called, in first-call order (finish and ask_user aside)."""
+    return list(dict.fromkeys(s.action.tool for s in record.steps
+                              if s.action.kind in ("tool_call", "invalid") and s.action.tool not in META))
+
+
+def task_from_record(value: dict[str, Any], record: EpisodeRecord, given: dict[str, dict[str, Any]] | None = None,
+                     inferred: dict[str, dict[str, Any]] | None = None, called: list[str] | None = None) -> TaskSpec:
+    """The task of an imported conversation: its instruction and tools, no requirements (it cannot be checked).
+
+    Schemas: the record's own ``tools``, else ``given`` (a ``--tools`` file) for the tools called (``called``:
+    by every conversation of the task; default this one's); a called tool neither describes gets its
+    ``inferred`` schema (named in ``tool_schemas_inferred``)."""
     ep = record.episode
-    schemas = _tool_schemas(value)
-    if schemas is not None:
-        names = [t["function"]["name"] for t in schemas]
-    else:  # no schemas in the record: the tools it called
-        names = list(dict.fromkeys(s.action.tool for s in record.steps if s.action.kind in ("tool_call", "invalid")))
+    own = record_schemas(value)
+    called = called if called is not None else called_tools(record)
+    schemas = dict(own) if own is not None else {n: given[n] for n in called if given and n in given}
+    guessed = [n for n in called if n not in schemas and n not in TOOLS and inferred and n in inferred]
+    if schemas or guessed:  # the phone's own tools keep their real schemas beside the others
+        schemas.update({n: openai_tool_schemas([n])[0] for n in called if n not in schemas and n in TOOLS})
+    schemas.update({n: inferred[n] for n in guessed})
+    names = list(schemas) + [n for n in called if n not in schemas]
     return TaskSpec(
         task_id=ep.task_id, family=ep.family, template=ep.template, seed=0, instruction=ep.instruction,
-        writer="external", tools=[n for n in names if n not in META], tool_schemas=schemas,
+        writer="external", tools=[n for n in names if n not in META],
+        tool_schemas=list(schemas.values()) or None, tool_schemas_inferred=guessed or None,
         optimal_steps=max(1, record.outcome.steps), step_budget=max(1, record.outcome.steps),
         split=ep.split, generator_version="external",
     )

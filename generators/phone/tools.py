@@ -40,7 +40,9 @@ def _cut(text: str) -> str:
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool: name, owning app, kind, description, JSON-schema parameters, needs, function."""
+    """One tool: name, owning app, kind, description, JSON-schema parameters, needs, function, and
+    ``sensitive``: the side effect that needs a person's eyes ("spends money", "places an order",
+    "sends to new recipients", "deletes", "grants a permission"), or "" for none."""
 
     name: str
     app: str
@@ -49,6 +51,7 @@ class Tool:
     parameters: dict[str, Any]
     requires: tuple[str, ...]
     fn: Callable[..., Any]
+    sensitive: str = ""
 
 
 TOOLS: dict[str, Tool] = {}
@@ -62,13 +65,13 @@ def params(required: Collection[str] = (), **properties: dict[str, Any]) -> dict
 
 
 def tool(name: str, app: str, kind: ToolKind, description: str, parameters: dict[str, Any] | None = None,
-         requires: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator registering ``fn(world, **args)`` as a tool."""
+         requires: tuple[str, ...] = (), sensitive: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering ``fn(world, **args)`` as a tool (``sensitive``: see :class:`Tool`)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in TOOLS:
             raise ValueError(f"tool {name!r} registered twice")
-        TOOLS[name] = Tool(name, app, kind, description, parameters or params(), tuple(requires), fn)
+        TOOLS[name] = Tool(name, app, kind, description, parameters or params(), tuple(requires), fn, sensitive)
         return fn
 
     return register

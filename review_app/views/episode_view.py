@@ -80,7 +80,8 @@ def render(ctx: Ctx, next_episode) -> None:
         st.error(ss.pop("flash_error"))
 
     ep, out = view.episode, view.outcome
-    verdict = ":green[verified]" if out and out.success else ":red[not verified]"
+    verdict = (":green[verified]" if out and out.success else ":orange[outcome unknown (no reward)]"
+               if out and out.success is None else ":red[not verified]")
     st.subheader(f"{ep.family} · {verdict}")
     st.markdown(f"> {ep.instruction}")
     st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")

@@ -113,7 +113,7 @@ def _minutes(hhmm: str) -> int:
 
 
 @tool("calendar_delete_event", APP, "write", "Delete an event.", params(["event_id"], event_id={"type": "string"}),
-      NEEDS)
+      NEEDS, sensitive="deletes")
 def delete_event(world: World, event_id: str) -> dict[str, Any]:
     row = _row(world, "events", event_id)
     del world.table("events").rows[event_id]
@@ -149,7 +149,7 @@ def update_alarm(world: World, alarm_id: str, time: str | None = None, label: st
     return dict(row)
 
 
-@tool("alarms_delete", "clock", "write", "Delete an alarm.", params(["alarm_id"], alarm_id={"type": "string"}))
+@tool("alarms_delete", "clock", "write", "Delete an alarm.", params(["alarm_id"], alarm_id={"type": "string"}), sensitive="deletes")
 def delete_alarm(world: World, alarm_id: str) -> dict[str, Any]:
     _row(world, "alarms", alarm_id)
     del world.table("alarms").rows[alarm_id]

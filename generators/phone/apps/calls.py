@@ -38,7 +38,7 @@ def list_calls(world: World, missed_only: bool = False, page: int = 1, page_size
 
 
 @tool("calls_dial", "phone", "write", "Call a contact (by id) or a number.",
-      params(contact_id={"type": "string"}, number={"type": "string"}), ("permission:phone",))
+      params(contact_id={"type": "string"}, number={"type": "string"}), ("permission:phone",), sensitive="sends to new recipients")
 def dial(world: World, contact_id: str | None = None, number: str | None = None) -> dict[str, Any]:
     if (contact_id is None) == (number is None):
         raise PhoneError("INVALID_ARGUMENT", "give exactly one of contact_id or number")

@@ -133,7 +133,7 @@ def update(world: World, contact_id: str, **changes: Any) -> dict[str, Any]:
 
 
 @tool("contacts_delete", APP, "write", "Delete a contact permanently.",
-      params(["contact_id"], contact_id={"type": "string"}), NEEDS)
+      params(["contact_id"], contact_id={"type": "string"}), NEEDS, sensitive="deletes")
 def delete(world: World, contact_id: str) -> dict[str, Any]:
     row = _row(world, contact_id)
     del world.table("contacts").rows[contact_id]

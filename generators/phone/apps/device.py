@@ -146,7 +146,7 @@ def set_brightness(world: World, level: int) -> dict[str, Any]:
 
 
 @tool("device_grant_permission", APP, "write", "Grant an app permission (asks the user on a real phone).",
-      params(["permission"], permission={"type": "string", "enum": list(PERMISSIONS)}))
+      params(["permission"], permission={"type": "string", "enum": list(PERMISSIONS)}), sensitive="grants a permission")
 def grant_permission(world: World, permission: str) -> dict[str, Any]:
     world.table("permissions").rows[permission]["granted"] = True
     return {"permission": permission, "granted": True}

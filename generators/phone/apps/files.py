@@ -95,7 +95,7 @@ def move(world: World, file_id: str, folder: str) -> dict[str, Any]:
     return _view(row)
 
 
-@tool("files_delete", APP, "write", "Delete a file.", params(["file_id"], file_id={"type": "string"}), NEEDS)
+@tool("files_delete", APP, "write", "Delete a file.", params(["file_id"], file_id={"type": "string"}), NEEDS, sensitive="deletes")
 def delete(world: World, file_id: str) -> dict[str, Any]:
     row = _row(world, file_id)
     del world.table("files").rows[file_id]

@@ -84,7 +84,7 @@ def open_attachment(world: World, mail_id: str, name: str) -> dict[str, Any]:
 
 @tool("mail_send", APP, "write", "Send a mail.",
       params(["to", "subject", "body"], to={"type": "string"}, subject={"type": "string"}, body={"type": "string"}),
-      ("network",))
+      ("network",), sensitive="sends to new recipients")
 def send(world: World, to: str, subject: str, body: str) -> dict[str, Any]:
     if "@" not in to:
         raise PhoneError("INVALID_ARGUMENT", f"{to!r} is not an email address", hint="look the address up in contacts")

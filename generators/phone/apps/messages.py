@@ -60,7 +60,7 @@ def search_messages(world: World, query: str, page: int = 1, page_size: int = 10
 
 
 @tool("messages_send", APP, "write", "Send a text message to a contact (by contact id).",
-      params(["contact_id", "text"], contact_id={"type": "string"}, text={"type": "string"}), NEEDS + ("network",))
+      params(["contact_id", "text"], contact_id={"type": "string"}, text={"type": "string"}), NEEDS + ("network",), sensitive="sends to new recipients")
 def send(world: World, contact_id: str, text: str) -> dict[str, Any]:
     if "contacts" in world.tables and world.table("contacts").get(contact_id) is None:
         raise PhoneError("NOT_FOUND", f"no contact with id {contact_id!r}", hint="find the id with contacts_search")
@@ -70,7 +70,7 @@ def send(world: World, contact_id: str, text: str) -> dict[str, Any]:
 
 
 @tool("messages_delete", APP, "write", "Delete one message.", params(["message_id"], message_id={"type": "string"}),
-      NEEDS)
+      NEEDS, sensitive="deletes")
 def delete(world: World, message_id: str) -> dict[str, Any]:
     if world.table("messages").get(message_id) is None:
         raise PhoneError("NOT_FOUND", f"no message with id {message_id!r}", hint="find the id with messages_list")

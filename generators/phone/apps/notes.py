@@ -105,7 +105,7 @@ def update_note(world: World, note_id: str, title: str | None = None, body: str 
     return dict(row)
 
 
-@tool("notes_delete", APP, "write", "Delete a note.", params(["note_id"], note_id={"type": "string"}))
+@tool("notes_delete", APP, "write", "Delete a note.", params(["note_id"], note_id={"type": "string"}), sensitive="deletes")
 def delete_note(world: World, note_id: str) -> dict[str, Any]:
     if world.table("notes").get(note_id) is None:
         raise PhoneError("NOT_FOUND", f"no note with id {note_id!r}", hint="find the id with notes_search")

@@ -57,7 +57,7 @@ def search_products(world: World, query: str) -> dict[str, Any]:
 
 @tool("shop_place_order", APP, "write", "Order a product.",
       params(["product_id"], product_id={"type": "string"}, quantity={"type": "integer", "minimum": 1, "maximum": 20}),
-      ("network",))
+      ("network",), sensitive="places an order")
 def place_order(world: World, product_id: str, quantity: int = 1) -> dict[str, Any]:
     product = world.table("products").get(product_id)
     if product is None:

@@ -88,7 +88,7 @@ def list_trips(world: World, city: str | None = None) -> dict[str, Any]:
                             key=lambda r: r["start"])}
 
 
-@tool("trips_cancel", APP, "write", "Cancel a booked trip.", params(["trip_id"], trip_id={"type": "string"}))
+@tool("trips_cancel", APP, "write", "Cancel a booked trip.", params(["trip_id"], trip_id={"type": "string"}), sensitive="deletes")
 def cancel_trip(world: World, trip_id: str) -> dict[str, Any]:
     if world.table("trips").get(trip_id) is None:
         raise PhoneError("NOT_FOUND", f"no trip {trip_id!r}", hint="find it with trips_list")

@@ -71,7 +71,7 @@ def list_transactions(world: World, category: str | None = None, since: str | No
       f"Send money to a contact. Above {CONFIRM_ABOVE:.0f} USD the user must confirm: ask, then call again with "
       "confirmed=true.",
       params(["contact_id", "amount"], contact_id={"type": "string"}, amount={"type": "number", "minimum": 0.01},
-             note={"type": "string"}, confirmed={"type": "boolean"}), ("network",))
+             note={"type": "string"}, confirmed={"type": "boolean"}), ("network",), sensitive="spends money")
 def send_money(world: World, contact_id: str, amount: float, note: str = "", confirmed: bool = False) -> dict[str, Any]:
     if "contacts" in world.tables and world.table("contacts").get(contact_id) is None:
         raise PhoneError("NOT_FOUND", f"no contact with id {contact_id!r}", hint="find the id with contacts_search")
