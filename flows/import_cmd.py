@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from flows.import_readers import READERS
 from flows.stages import curate_round
 from generators.importers.openai_chat import (
     MalformedRecord,
@@ -35,7 +36,7 @@ from warehouse.settings import Settings
 from warehouse.shards import ShardFile, write_shard
 from warehouse.store import Store
 
-FORMATS = ("openai-chat",)
+FORMATS = tuple(READERS)
 
 
 @dataclass
@@ -75,15 +76,18 @@ def read_tool_schemas(path: Path) -> dict[str, dict]:
         raise InputError(str(exc)) from None
 
 
-def prepare_import(path: Path, fmt: str, tools_path: Path | None = None) -> PreparedImport:
+def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
+    ``scorer`` picks the score an Inspect log's reward comes from (default: its first scorer).
 
     Tool schemas: a record's own ``tools``, else those of ``tools_path``; a called tool that neither
     describes gets a schema inferred from the arguments of every call to it in the file."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if not path.is_file():
+        raise InputError(f"cannot read {path}: no such file")
     given = read_tool_schemas(tools_path) if tools_path is not None else {}
-    records = read_records(path)
+    records = READERS[fmt](path, scorer)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     summary = ImportSummary()
     batch_id = f"import-{sha[:12]}"
@@ -98,6 +102,9 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None) -> Prep
             ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
         except MalformedRecord as exc:
             summary.skipped.append((rec.where, str(exc)))
+            continue
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # an odd value the checks did not name
+            summary.skipped.append((rec.where, f"unexpected shape ({type(exc).__name__}: {exc})"))
             continue
         if ep.episode.episode_id in parsed:
             summary.already += 1
