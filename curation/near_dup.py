@@ -20,9 +20,6 @@ are one meaning, or their character-gram Jaccard passes the threshold and their 
 agree. "How many events on Saturday?" and "How many contacts work at Hooli?", both
 answered ``finish(answer=3)``, are not duplicates.
 
-Whatever the calls, two instructions that state different values (their anchors disagree:
-a number, date word or name one has and the other lacks) are never near duplicates.
-
 Rollouts of the same task are never paired here (choosing among them is the cost-aware
 selection's job), nor a success with a failure (failures are evidence). Clusters are the
 connected components of verified pairs; the hardest member (highest difficulty, then
@@ -243,10 +240,6 @@ def near_duplicate_marks(
     if undecided.any():  # only one meaning can lift these over the threshold
         one = meaning(pairs[undecided])
         score[np.flatnonzero(undecided)[one]] = w * calls_j[undecided][one] + (1 - w)
-    # instructions that state different values are different tasks, whatever the calls say (an
-    # infeasible "move it to 15:00" and "... to 11:00" make the same calls)
-    passing = np.flatnonzero(score >= config.threshold)
-    score[passing[~meaning.anchors_ok(pairs[passing])]] = 0.0
     low_j = _similarity(instr_sig, low)
     lexical = np.flatnonzero(low_j >= config.threshold)  # few: anchors are checked on these only
     low_score = np.zeros(len(low))

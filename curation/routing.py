@@ -60,7 +60,7 @@ def routing_marks(
     reasons: list[list[str]] = [[] for _ in eids]
     rules = {
         "verifier passed what the heuristics flagged": success & ~heuristics_passed,
-        "sensitive tool called": np.isin(eids, list(touched)),
+        "sensitive tool called": pd.Series(eids).isin(touched.keys()).to_numpy(),  # hashed: np.isin on strings is n*m
         "external import without replay": (episodes["source"] == "external").to_numpy(),
         "novel failure type": novel,
         "model judges disagree with the verifier": (
