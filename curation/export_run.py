@@ -26,6 +26,8 @@ from curation.formats.openai_chat import chat_turns, check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
 from curation.formats.views import step_from_row
+from curation.masks import RULE as MASK_RULE
+from curation.masks import FROM_STEP, STEP_ONLY, review_mask
 from curation.pii import Scrubber
 from curation.selection import Decision, preference_role, sft_exclusion
 from generators.phone import openai_tool_schemas
@@ -52,6 +54,7 @@ class Tally:
     by_split_family: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     lineage: dict[str, set] = field(default_factory=lambda: defaultdict(set))
     pair_kinds: Counter = field(default_factory=Counter)
+    masks: Counter = field(default_factory=Counter)
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1
@@ -109,11 +112,12 @@ def _meta(ep: Mapping[str, Any]) -> dict[str, Any]:
     return {k: ep.get(k) for k in ("episode_id", "task_id", "family", "template", "round_id", "policy")} | {"split": _split(ep)}
 
 
-def _turns(ep, step_rows, review, scrubber):
+def _turns(ep, step_rows, review, scrubber, tally=None):
     steps = [step_from_row(r) for r in step_rows]
-    masked = masked_steps(ep)
-    if review is not None and review.first_wrong_step is not None:
-        masked.add(review.first_wrong_step)
+    by_review, kind = review_mask(review, (s.index for s in steps))
+    masked = masked_steps(ep) | by_review
+    if tally is not None and kind is not None:
+        tally.masks[kind] += 1
     turns = chat_turns(ep["instruction"], steps)
     if scrubber is not None:
         rs = scrubber.record()
@@ -130,7 +134,7 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         if why:
             tally.excluded[why] += 1
             continue
-        turns, masked = _turns(ep, step_rows, review, scrubber)
+        turns, masked = _turns(ep, step_rows, review, scrubber, tally)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
         meta = _meta(ep)
         if fmt == "openai":
@@ -236,6 +240,8 @@ def run_export(
             "funnel": {"rounds": funnels, "total": funnel_mod.total(funnels)},
             "pii_replacements": dict(sorted(scrubber.counts.items())) if scrubber else "scrubbing off",
         }
+        if fmt in ("openai", "sharegpt", "hf"):
+            manifest["loss_mask"] = {"rule": MASK_RULE, "episodes": {k: tally.masks[k] for k in (FROM_STEP, STEP_ONLY)}}
         if fmt == "dpo":
             manifest["pair_kinds"] = dict(tally.pair_kinds)
         manifest.update(extra or {})

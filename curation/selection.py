@@ -9,6 +9,7 @@ class Decision(Protocol):
     decision: str
     reviewer: str
     first_wrong_step: int | None
+    recovered: bool  # with first_wrong_step: only that step is masked (see curation.masks)
 
 
 def sound_reason(ep: dict[str, Any]) -> str | None:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 import pytest
+from sqlmodel import select
 
 from curation import export_run
 from curation.formats.openai_chat import check_record
@@ -90,25 +91,48 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
     assert all(len(splits) == 1 for splits in templates.values()), {k: v for k, v in templates.items() if len(v) > 1}
 
 
-def test_sharegpt_masks_turns_marked_wrong(curated, tmp_path):
+def _agent_losses(row):
+    return [t["loss"] for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
+
+
+@pytest.mark.parametrize("recovered", [False, True])
+def test_loss_is_masked_from_the_first_wrong_step_or_only_on_it_when_recovered(curated, tmp_path, recovered):
     store, round_id = curated
-    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
-    rows = _rows(tmp_path, manifest)
-    victim = rows[0]["id"]
+    _, manifest = export(store, tmp_path / "before", fmt="sharegpt", include_verified=True)
+    rows = _rows(tmp_path / "before", manifest)
+    # an episode with at least four agent turns, none masked by the heuristics, so every position shows
+    victim = next(r["id"] for r in rows if len(_agent_losses(r)) >= 4 and all(_agent_losses(r)))
     with store.session() as s:
         s.add(state.Review(episode_id=victim, round_id=round_id, reviewer="ana", decision="approve",
-                           first_wrong_step=0, decided_at=datetime.now(UTC)))
+                           first_wrong_step=1, recovered=recovered, decided_at=datetime.now(UTC)))
         s.commit()
-    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
-    row = next(r for r in _rows(tmp_path, manifest) if r["id"] == victim)
-    agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
-    assert agent[0]["loss"] is False and all(t["loss"] for t in agent[1:])
-    assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
-    assert "ana" in manifest["lineage"]["reviewers"]
-    _, manifest = export(store, tmp_path, fmt="openai", include_verified=True)
-    chat = next(r for r in _rows(tmp_path, manifest) if r["metadata"]["episode_id"] == victim)
-    assistant = [m for m in chat["messages"] if m["role"] == "assistant"]
-    assert assistant[0]["weight"] == 0 and all("weight" not in m for m in assistant[1:])
+    try:
+        out = tmp_path / "after"
+        _, manifest = export(store, out, fmt="sharegpt", include_verified=True)
+        row = next(r for r in _rows(out, manifest) if r["id"] == victim)
+        agent = _agent_losses(row)
+        expected = [True, False] + [recovered] * (len(agent) - 2)
+        assert agent == expected
+        assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
+        assert "ana" in manifest["lineage"]["reviewers"]
+        kinds = manifest["loss_mask"]["episodes"]
+        assert kinds == {"from_first_wrong_step": int(not recovered), "first_wrong_step_only_recovered": int(recovered)}
+        assert "every later assistant turn" in manifest["loss_mask"]["rule"]
+        _, manifest = export(store, out, fmt="openai", include_verified=True)
+        chat = next(r for r in _rows(out, manifest) if r["metadata"]["episode_id"] == victim)
+        weights = [m.get("weight", 1) for m in chat["messages"] if m["role"] == "assistant"]
+        assert weights == [int(x) for x in expected]
+        import pyarrow.parquet as pq
+
+        _, manifest = export(store, out, fmt="hf", include_verified=True)
+        hf_rows = [r for name in manifest["files"] for r in pq.read_table(out / name).to_pylist()]
+        hf_row = next(r for r in hf_rows if r["episode_id"] == victim)
+        assert [m["loss"] for m in hf_row["messages"] if m["role"] == "assistant"] == expected
+    finally:
+        with store.session() as s:  # the module's round is shared: leave it unreviewed
+            for r in s.exec(select(state.Review).where(state.Review.episode_id == victim)).all():
+                s.delete(r)
+            s.commit()
 
 
 def test_pii_is_scrubbed_and_counted(curated, tmp_path):
