@@ -194,6 +194,11 @@ def export(
         str | None,
         typer.Option("--release", help="Export exactly an approved release (its id, e.g. rel-0001, or 'latest')."),
     ] = None,
+    pairs: Annotated[
+        str | None,
+        typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
+                                     "or both (default: episode)."),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -208,18 +213,23 @@ def export(
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
         result, manifest = export_release(
-            store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings
+            store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
+            pairs=pairs.strip().lower() if pairs else None,
         )
     else:
         result, manifest = run(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
-            round_ids=rounds, scrub=scrub, settings=settings,
+            round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
         )
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}")
+    approved_out = manifest["approved_left_out"]["count"]
+    if approved_out:
+        err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
+                  f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import select
 
-from curation import export_run
+from curation import export_common
 from curation.formats.openai_chat import check_record
 from flows.export_cmd import export
 from warehouse import state
@@ -74,7 +74,8 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
             assert all(check_record(r) == [] for r in rows)
             assert len(rows) == _funnel_out(store)
         if fmt == "dpo":
-            assert set(manifest["pair_kinds"]) <= {"success_vs_failure", "cheaper_vs_costlier"}
+            assert set(manifest["pair_kinds"]) <= {"approved_vs_rejected", "success_vs_failure", "cheaper_vs_costlier"}
+            assert sum(manifest["pairs"]["by_source"].values()) == len(rows)
             for r in rows:
                 assert r["metadata"]["chosen_id"] != r["metadata"]["rejected_id"]
                 assert r["prompt"][1]["role"] == "user" and r["chosen"] and r["rejected"]
@@ -83,7 +84,7 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
             stats = dict(con.execute(
                 "SELECT task_id, count(*) FILTER (WHERE success) FROM episodes JOIN outcomes USING (episode_id) GROUP BY 1"
             ).fetchall())
-            assert len(rows) == len(stats)
+            assert manifest["tasks_in"] == len(stats) == len(rows) + sum(manifest["excluded"].values())
             for r in rows:
                 assert r["group"]["successes"] == stats[r["task_id"]]
                 assert r["task_spec"]["seed"] == r["verifier"]["seed"]
@@ -149,7 +150,7 @@ def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monke
     store, _ = curated
     _, first = export(store, tmp_path, fmt="openai", include_verified=True)
     before = {n: (tmp_path / n).read_bytes() for n in first["files"]}
-    real = export_run.chat_turns
+    real = export_common.chat_turns
     calls = {"n": 0}
 
     def boom(*args):
@@ -158,7 +159,7 @@ def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monke
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(export_run, "chat_turns", boom)
+    monkeypatch.setattr(export_common, "chat_turns", boom)
     with pytest.raises(KeyboardInterrupt):
         export(store, tmp_path, fmt="openai", include_verified=True)
     assert {n: (tmp_path / n).read_bytes() for n in first["files"]} == before
