@@ -36,6 +36,19 @@ def round_costs(con, prices: dict[str, Any] | None = None) -> dict[str, dict[str
     return out
 
 
+SPLIT_ORDER = ("train", "dev", "test", "challenge")
+
+
+def split_counts(counts: dict[str, int]) -> dict[str, int]:
+    """Episodes per split, every split named (challenge is held out: reported apart, never trained on)."""
+    return {s: counts.get(s, 0) for s in SPLIT_ORDER} | {s: n for s, n in sorted(counts.items()) if s not in SPLIT_ORDER}
+
+
+def split_cell(counts: dict[str, int]) -> str:
+    """train/dev/test | challenge, as one table cell."""
+    return "/".join(str(counts.get(s, 0)) for s in SPLIT_ORDER[:3]) + f" | {counts.get('challenge', 0)}"
+
+
 def status_rows(
     store: Store, prices: dict[str, Any] | None = None, overlap: Overlap | None = None
 ) -> list[dict[str, Any]]:
@@ -62,6 +75,11 @@ def status_rows(
         ).fetchall()
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    splits: dict[str, dict[str, int]] = {}
+    for rid, split, n_split in con.execute(
+        "SELECT round_id, split, count(*) FROM episodes GROUP BY round_id, split ORDER BY round_id, split"
+    ).fetchall():
+        splits.setdefault(rid, {})[split] = n_split
     costs = round_costs(con, prices)
     funnels = curation_funnel(con, [r.id for r in rounds])
     judged: dict[str, dict[str, bool]] = {}
@@ -94,6 +112,7 @@ def status_rows(
                 "partial": votes.count("partial"),
                 **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                      "cost_usd": None}),
+                "splits": split_counts(splits.get(rnd.id, {})),
                 "funnel": funnels.get(rnd.id),
                 "judge_agreement": agreement_with_people(
                     judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id and d.decision}
@@ -110,7 +129,7 @@ def status_rows(
                      "tasks_tried": 0, "curated": rid in curated, "import": True, "duplicates": dups.get(rid, 0),
                      "approved": votes.count("approve"), "rejected": votes.count("reject"),
                      "needs_fix": votes.count("needs_fix"), "disputed": votes.count("disputed"),
-                     "partial": votes.count("partial"),
+                     "partial": votes.count("partial"), "splits": split_counts(splits.get(rid, {})),
                      **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                        "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
@@ -121,8 +140,8 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
         return
     table = Table(title=f"Rounds in {settings.data_dir.resolve()}", box=box.SIMPLE_HEAD)
-    for col in ("round", "status", "episodes", "success", "tasks", "dups", "approved", "rejected", "fix", "tokens",
-                "cost"):
+    for col in ("round", "status", "episodes", "train/dev/test | challenge", "success", "tasks", "dups", "approved",
+                "rejected", "fix", "tokens", "cost"):
         table.add_column(col, justify="left" if col in ("round", "status") else "right", no_wrap=True)
     for r in rows:
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
@@ -130,6 +149,7 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             r["round"],
             r["status"] + (" (import)" if r.get("import") and r["status"] != "imported" else ""),
             f"{r['episodes']}/{r['requested']}",
+            split_cell(r.get("splits", {})),
             rate,
             f"{r['tasks_kept']}/{r['tasks_tried']}",
             str(r["duplicates"]),
