@@ -55,6 +55,7 @@ def dpo_rows(con: duckdb.DuckDBPyConnection, rounds: list[str], decisions: Mappi
             pairs += [(p, "episode") for p in episode_pairs(rollouts)]
         if level in ("step", "both"):
             pairs += [(p, "step") for p in step_pairs(rollouts)]
+        pairs.sort(key=lambda pair: pair[0].source != "human")  # people's pairs first, whatever their level
         used = {id(r) for p, _ in pairs for r in (p.chosen, p.rejected)}
         for r in rollouts:
             if id(r) not in used:
