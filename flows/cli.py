@@ -41,6 +41,10 @@ StateUrlOpt = Annotated[
     str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
 ]
 
+PasswordStdinOpt = Annotated[
+    bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
+]
+
 
 def _settings(config: Path | None, data_dir: Path | None, state_url: str | None, **extra: Any):
     from warehouse.settings import load_settings
@@ -233,6 +237,40 @@ def export(
 
 
 @app.command()
+def decide(
+    episode_id: Annotated[str, typer.Argument(help="The episode to decide on.", show_default=False)],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer account (signs in with its password).")],
+    decision: Annotated[str, typer.Option("--decision", help="approve, reject or needs_fix.")],
+    round_id: Annotated[
+        str | None, typer.Option("--round", help="The episode's round (default: the round that holds it).")
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Reason code (needed to reject), e.g. wrong_result.")] = "",
+    note: Annotated[str, typer.Option("--note", help="Free text with the reason.")] = "",
+    first_wrong_step: Annotated[
+        int | None, typer.Option("--first-wrong-step", min=0, help="Step from which the agent went wrong (no loss from it on).")
+    ] = None,
+    recovered: Annotated[
+        bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
+    ] = False,
+    password_stdin: PasswordStdinOpt = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Record one review decision, as the review app does (an unknown episode or round is refused)."""
+    from flows.decide_cmd import decide as run
+
+    _, store = _existing_store(config, data_dir, state_url)
+    saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
+                reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
+                password_stdin=password_stdin)
+    mark = "" if saved.first_wrong_step is None else f", first wrong step {saved.first_wrong_step}" + (
+        " (recovered)" if saved.recovered else "")
+    out.print(f"Recorded {saved.decision} by {saved.reviewer} on {saved.episode_id} (round {saved.round_id}{mark})",
+              markup=False, highlight=False)
+
+
+@app.command()
 def feedback(
     file: Annotated[Path, typer.Argument(help="JSON list or JSON Lines of {task_id, success or reward, model?}.")],
     model: Annotated[str, typer.Option("--model", help="Model the results belong to (unless a record names one).")] = "",
@@ -328,9 +366,7 @@ app.add_typer(reviewer_app, name="reviewer")
 def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
-    password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
-    ] = False,
+    password_stdin: PasswordStdinOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
