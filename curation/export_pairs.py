@@ -4,6 +4,7 @@ step pairs (see :mod:`curation.formats.dpo`), each written as one scrubbed recor
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from collections.abc import Iterator, Mapping
 
 import duckdb
@@ -15,16 +16,24 @@ from curation.pii import Scrubber
 from curation.selection import Decision, Role, preference_role, problem_text
 
 
-def _rollout(ep, step_rows, review, role: Role) -> Rollout:
-    turns, _ = turns_of(ep, step_rows, review, None)
-    return Rollout((ep, review), role.side, role.source, role.kind, tuple(turns),
-                   getattr(review, "first_wrong_step", None), bool(getattr(review, "recovered", False)))
+def _turns(r: Rollout) -> tuple:
+    if r.turns:
+        return r.turns
+    ep, review, step_rows = r.item
+    return tuple(turns_of(ep, step_rows, review, None)[0])
+
+
+def _rollout(ep, step_rows, review, role: Role, with_turns: bool) -> Rollout:
+    """The rollout with its turns when step pairs need them (episode pairs build them only once paired)."""
+    r = Rollout((ep, review, step_rows), role.side, role.source, role.kind, (),
+                getattr(review, "first_wrong_step", None), bool(getattr(review, "recovered", False)))
+    return replace(r, turns=_turns(r)) if with_turns else r
 
 
 def _record(pair: Pair, level: str, tools: Tools, scrubber: Scrubber | None) -> tuple[str, dict]:
-    (c_ep, _), (r_ep, _) = pair.chosen.item, pair.rejected.item
-    chosen = [m for m, _ in pair.chosen.turns]
-    rejected = [m for m, _ in pair.rejected.turns]
+    c_ep, r_ep = pair.chosen.item[0], pair.rejected.item[0]
+    chosen = [m for m, _ in _turns(pair.chosen)]
+    rejected = [m for m, _ in _turns(pair.rejected)]
     if scrubber is not None:  # one record scrubbed as a whole, so both sides use the same placeholders
         rs = scrubber.record()
         chosen, rejected = rs.value(chosen), rs.value(rejected)
@@ -49,7 +58,7 @@ def dpo_rows(con: duckdb.DuckDBPyConnection, rounds: list[str], decisions: Mappi
             review = decisions.get(ep["episode_id"])
             role = preference_role(ep, review, include_verified=include_verified)
             if tally.admit(ep, review, role if isinstance(role, str) else None):
-                rollouts.append(_rollout(ep, step_rows, review, role))
+                rollouts.append(_rollout(ep, step_rows, review, role, level != "episode"))
         pairs: list[tuple[Pair, str]] = []
         if level in ("episode", "both"):
             pairs += [(p, "episode") for p in episode_pairs(rollouts)]
