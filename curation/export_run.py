@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import json
+
 import duckdb
 
 from curation import funnel as funnel_mod
@@ -23,14 +25,19 @@ from curation.export_pairs import dpo_rows
 from curation.export_source import episode_rows, episodes_with_steps, task_rows
 from curation.exporter import ExportResult, ExportWriter
 from curation.formats import hf
+from curation.formats.adp import to_adp
 from curation.formats.dpo import LEVELS
 from curation.formats.openai_chat import check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
+from curation.formats.trl import trl_rows
+from curation.formats.verl import REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
+from curation.formats.views import step_from_row
 from curation.masks import FROM_STEP, STEP_ONLY, review_mask
 from curation.masks import RULE as MASK_RULE
 from curation.pii import Scrubber
 from curation.selection import Decision, problem_text, sft_exclusion
+from generators.phone.tools import META_SCHEMAS
 from warehouse.contract import SCHEMA_VERSION
 
 # format -> (file name, file kind, what one row is)
@@ -40,7 +47,11 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "hf": ("sft", "parquet", "episode"),
     "dpo": ("dpo", "jsonl", "pair"),
     "rl": ("rl-tasks", "jsonl", "task"),
+    "trl": ("trl-sft", "jsonl", "trainable run of an episode (prompt/completion)"),
+    "adp": ("adp", "jsonl", "episode"),
+    "verl": ("verl", "parquet", "task"),
 }
+SFT_FORMATS = ("openai", "sharegpt", "hf", "trl", "adp")  # episode formats with loss masks
 _SPEC_IDS = ("task_id", "family", "template", "split")  # task spec fields scrubbing leaves as they are
 
 
@@ -50,9 +61,23 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         review = decisions.get(ep["episode_id"])
         if not tally.admit(ep, review, sft_exclusion(ep, review, include_verified=include_verified)):
             continue
+        meta = meta_of(ep)
+        if fmt == "adp":
+            row = _adp_row(ep, step_rows, review, scrubber, meta)
+            _took(tally, meta, ep, review)
+            yield meta["split"], row
+            continue
         turns, masked = turns_of(ep, step_rows, review, scrubber)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
-        meta = meta_of(ep)
+        if fmt == "trl":
+            rows = trl_rows(turns, masked, meta | _reward(ep), schemas)
+            if not rows:  # every agent turn masked: nothing to train on
+                tally.left_out(ep, review, "no_trainable_turn", "every agent turn gets no loss")
+                continue
+            _took(tally, meta, ep, review)
+            for row in rows:
+                yield meta["split"], row
+            continue
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
             messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]
@@ -65,16 +90,34 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             row = to_sharegpt(turns, masked, meta, schemas)
         else:
             row = hf.to_hf_row(turns, masked, meta, schemas)
-        _, mask_kind = review_mask(review, ())
-        if mask_kind:
-            tally.masks[mask_kind] += 1
-        tally.took(meta["split"], ep, review)
+        _took(tally, meta, ep, review)
         yield meta["split"], row
 
 
-def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iterator[tuple[str, dict]]:
+def _took(tally: Tally, meta: dict[str, Any], ep: Mapping[str, Any], review: Decision | None) -> None:
+    """Count an exported episode, and the kind of loss mask its review gave it."""
+    _, mask_kind = review_mask(review, ())
+    if mask_kind:
+        tally.masks[mask_kind] += 1
+    tally.took(meta["split"], ep, review)
+
+
+def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reward": float(ep.get("progress") or 0.0), "success": bool(ep.get("success"))}
+
+
+def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+    """One ADP trajectory, masked like the chat formats (the same masks), scrubbed as one record."""
+    _, masked = turns_of(ep, step_rows, review, None)
+    details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
+    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
+    return scrubber.record().value(row) if scrubber is not None else row
+
+
+def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber, why_not=None) -> Iterator[tuple[str, dict]]:
     """The tasks people vouched for: those with an approved rollout (with ``include_verified``,
-    also a verified unreviewed one), by the same rule as the SFT export."""
+    also a verified unreviewed one), by the same rule as the SFT export. ``why_not(record)``,
+    when given, names why a vouched task is left out all the same (None: kept)."""
     tally.unit = "tasks"
     vouched: set[str] = set()
     approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
@@ -97,6 +140,10 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Itera
                 tally.name_approved(ep, why, problem_text(why))
             continue
         rec = to_rl_row(row)
+        why = why_not(rec) if why_not is not None else None
+        if why:
+            tally.left_out(row, None, why)
+            continue
         if scrubber is not None:  # one record: the instruction and the spec use the same placeholders
             rs = scrubber.record()
             rec["instruction"] = rs.text(rec["instruction"])
@@ -107,9 +154,27 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Itera
         yield rec["split"], rec
 
 
+def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Iterator[tuple[str, dict]]:
+    """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
+    behind it), with the tools YAML, interaction YAML, task-spec file and reward module. Not
+    scrubbed: the reward rebuilds each task's world from its spec (the manifest says so)."""
+    tasks = [rec for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None,
+                                         lambda r: None if r["task_spec"]["requirements"] else "no_verifier")]
+    specs = [rec["task_spec"] for rec in tasks]
+    names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
+    writer.schema = verl_schema(names)
+    spec_file = writer.out_dir / "verl.task-specs.jsonl"
+    writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
+    writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file.resolve())))
+    writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file.resolve())))
+    writer.attach("verl.reward.py", REWARD_MODULE)
+    for i, spec in enumerate(specs):
+        yield spec["split"], verl_row(spec, i, names)
+
+
 def _selection(fmt: str, include_verified: bool) -> str:
     who = "approved + verified unreviewed" if include_verified else "approved"
-    if fmt == "rl":
+    if fmt in ("rl", "verl"):
         return f"tasks with a rollout that is {who}"
     if fmt == "dpo":
         return f"pairs: people's (approved vs rejected) first, then the verifier's; chosen is {who}, never rejected"
@@ -140,6 +205,8 @@ def run_export(
     with writer:
         if fmt == "rl":
             rows = _rl_rows(con, rounds, decisions, include_verified, tally, scrubber)
+        elif fmt == "verl":
+            rows = _verl_rows(con, rounds, decisions, include_verified, tally, writer)
         elif fmt == "dpo":
             rows = dpo_rows(con, rounds, decisions, include_verified, tally, scrubber, pairs)
         else:
@@ -163,9 +230,10 @@ def run_export(
             "mixing_weights": tally.mixing_weights(),
             "lineage": tally.lineage_summary(),
             "funnel": {"rounds": funnels, "total": funnel_mod.total(funnels)},
-            "pii_replacements": dict(sorted(scrubber.counts.items())) if scrubber else "scrubbing off",
+            "pii_replacements": "not scrubbed: the reward rebuilds each world from its task spec"
+            if fmt == "verl" and scrubber else dict(sorted(scrubber.counts.items())) if scrubber else "scrubbing off",
         }
-        if fmt in ("openai", "sharegpt", "hf"):
+        if fmt in SFT_FORMATS:
             manifest["loss_mask"] = {"rule": MASK_RULE, "episodes": {k: tally.masks[k] for k in (FROM_STEP, STEP_ONLY)}}
         if fmt == "dpo":
             manifest["pair_kinds"] = dict(tally.pair_kinds)
