@@ -82,6 +82,11 @@ def episodes_with_steps(
         yield ep, own
 
 
+def episode_rows(con: duckdb.DuckDBPyConnection, round_ids: list[str], batch: int = 4096) -> Iterator[dict[str, Any]]:
+    """Episode rows (as :func:`episode_sql`) without their steps, in (task_id, episode_id) order."""
+    return _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), batch)
+
+
 def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     """Whether ``table``'s view has ``column`` (shards of older schema versions lack newer columns)."""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -9,6 +10,26 @@ class Decision(Protocol):
     decision: str
     reviewer: str
     first_wrong_step: int | None
+    recovered: bool  # with first_wrong_step: only that step is masked (see curation.masks)
+
+
+# what each reason to leave an episode out means, for the manifest's list of approved episodes left out
+PROBLEMS: dict[str, str] = {
+    "not_curated": "the curation cascade has not looked at it yet",
+    "schema_broken": "its records break the schema",
+    "replay_mismatch": "replaying its actions does not reach the state it recorded",
+    "duplicate": "an exact duplicate of another episode",
+    "near_duplicate": "a near duplicate of another episode",
+    "needs_fix": "marked 'needs fix'",
+    "review_disputed": "reviewers disagree and no lead has settled it",
+    "review_partial": "waits for more reviewers",
+    "no_counterpart": "no rollout of the same task to pair it with",
+    "held_out_split": "its task is in a held-out split (never trained on)",
+}
+
+
+def problem_text(reason: str) -> str:
+    return PROBLEMS.get(reason, reason)
 
 
 def sound_reason(ep: dict[str, Any]) -> str | None:
@@ -59,18 +80,44 @@ def sft_exclusion(ep: dict[str, Any], review: Decision | None, *, include_verifi
     return None
 
 
-def preference_role(ep: dict[str, Any], review: Decision | None, *, include_verified: bool) -> str | None:
-    """``chosen``, ``rejected_failure``, ``rejected_costlier`` or None (not usable in a pair)."""
-    if sound_reason(ep) and sound_reason(ep) != "near_duplicate":
-        return None
+@dataclass(frozen=True)
+class Role:
+    """An episode's place in preference pairs: ``side`` chosen or rejected, who said so
+    (``source`` human or verifier), and for a rejected one whether it ``failed`` or is a
+    costlier success (``costlier``)."""
+
+    side: str
+    source: str
+    kind: str = ""
+
+
+def preference_role(ep: dict[str, Any], review: Decision | None, *, include_verified: bool) -> Role | str:
+    """The episode's :class:`Role` in pairs, or the reason it has none.
+
+    People first: an approved episode is only ever chosen and a rejected one only ever
+    rejected. Without a decision the verifier speaks: a failure is rejected, a costlier
+    success is rejected (as costlier), and a preferred success is chosen (only with
+    ``include_verified``, as for SFT)."""
+    why = sound_reason(ep)
+    paired = why in (None, "near_duplicate")  # near copies still make pairs: they differ where it counts
     decision = review.decision if review else None
-    if ep.get("success") is None and decision is None:  # unknown outcome (no reward), no one decided
-        return None
-    if not ep.get("success") or decision == "reject":
-        return "rejected_failure" if sound_reason(ep) is None else None
+    if decision == "reject":
+        return Role("rejected", "human", "failure") if paired else why
+    if decision == "approve":
+        return Role("chosen", "human") if paired else why
+    if decision == "needs_fix":
+        return "needs_fix"
+    status = getattr(review, "status", None)
+    if status in ("disputed", "partial"):
+        return f"review_{status}"
+    if why and why != "near_duplicate":
+        return why
+    if ep.get("success") is None:  # unknown outcome (no reward) and no one decided: in no pair
+        return "unknown_outcome"
+    if not ep.get("success"):
+        return Role("rejected", "verifier", "failure") if why is None else why
     if ep.get("m_selection") == "alternative":
-        return "rejected_costlier"
-    unsettled = getattr(review, "status", None) in ("disputed", "partial")
-    if sound_reason(ep) is None and (decision == "approve" or (include_verified and decision is None and not unsettled)):
-        return "chosen"
-    return None
+        return Role("rejected", "verifier", "costlier")
+    if why:
+        return why
+    return Role("chosen", "verifier") if include_verified else "not_reviewed"

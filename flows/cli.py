@@ -41,6 +41,10 @@ StateUrlOpt = Annotated[
     str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
 ]
 
+PasswordStdinOpt = Annotated[
+    bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
+]
+
 
 def _settings(config: Path | None, data_dir: Path | None, state_url: str | None, **extra: Any):
     from warehouse.settings import load_settings
@@ -211,6 +215,11 @@ def export(
         str | None,
         typer.Option("--release", help="Export exactly an approved release (its id, e.g. rel-0001, or 'latest')."),
     ] = None,
+    pairs: Annotated[
+        str | None,
+        typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
+                                     "or both (default: episode)."),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -225,18 +234,57 @@ def export(
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
         result, manifest = export_release(
-            store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings
+            store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
+            pairs=pairs.strip().lower() if pairs else None,
         )
     else:
         result, manifest = run(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
-            round_ids=rounds, scrub=scrub, settings=settings,
+            round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
         )
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}")
+    approved_out = manifest["approved_left_out"]["count"]
+    if approved_out:
+        err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
+                  f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
+
+
+@app.command()
+def decide(
+    episode_id: Annotated[str, typer.Argument(help="The episode to decide on.", show_default=False)],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer account (signs in with its password).")],
+    decision: Annotated[str, typer.Option("--decision", help="approve, reject or needs_fix.")],
+    round_id: Annotated[
+        str | None, typer.Option("--round", help="The episode's round (default: the round that holds it).")
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Reason code (needed to reject), e.g. wrong_result.")] = "",
+    note: Annotated[str, typer.Option("--note", help="Free text with the reason.")] = "",
+    first_wrong_step: Annotated[
+        int | None, typer.Option("--first-wrong-step", min=0, help="Step from which the agent went wrong (no loss from it on).")
+    ] = None,
+    recovered: Annotated[
+        bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
+    ] = False,
+    password_stdin: PasswordStdinOpt = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Record one review decision, as the review app does (an unknown episode or round is refused)."""
+    from flows.decide_cmd import decide as run
+
+    _, store = _existing_store(config, data_dir, state_url)
+    saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
+                reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
+                password_stdin=password_stdin)
+    mark = "" if saved.first_wrong_step is None else f", first wrong step {saved.first_wrong_step}" + (
+        " (recovered)" if saved.recovered else "")
+    out.print(f"Recorded {saved.decision} by {saved.reviewer} on {saved.episode_id} (round {saved.round_id}{mark})",
+              markup=False, highlight=False)
 
 
 @app.command()
@@ -383,9 +431,7 @@ app.add_typer(reviewer_app, name="reviewer")
 def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
-    password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
-    ] = False,
+    password_stdin: PasswordStdinOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,

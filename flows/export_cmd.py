@@ -8,6 +8,7 @@ from typing import Any
 
 from curation.export_run import FORMATS, run_export
 from curation.exporter import ExportResult
+from curation.formats.dpo import LEVELS
 from curation.pii import Scrubber
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
@@ -28,15 +29,21 @@ def export(
     settings: Settings | None = None,
     decisions: Mapping[str, Any] | None = None,
     release: dict[str, Any] | None = None,
+    pairs: str | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``.
 
     Which review decision counts is :func:`review_app.final.final_decisions` under the
     configured overlap (a partial or disputed episode is not approved). ``decisions``
     (episode id -> object with ``decision``, ``reviewer``, ``first_wrong_step``) replaces
-    them, as a release does with those as of its approval; ``release`` goes into the manifest."""
+    them, as a release does with those as of its approval; ``release`` goes into the manifest.
+    ``pairs`` (dpo only): episode, step or both (default episode)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if pairs is not None and fmt != "dpo":
+        raise InputError(f"--pairs is for --format dpo, not {fmt}")
+    if pairs is not None and pairs not in LEVELS:
+        raise InputError(f"unknown --pairs {pairs!r} (one of {', '.join(LEVELS)})")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
     rounds = round_ids or known
@@ -56,7 +63,7 @@ def export(
     con.execute(f"SET temp_directory = '{spill}'")
     return run_export(
         con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
-        extra={"release": release} if release else None,
+        pairs=pairs or "episode", extra={"release": release} if release else None,
     )
 
 
@@ -67,7 +74,7 @@ def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, r
 
 def export_release(
     store: Store, out_dir: Path, release_id: str, *, fmt: str = "openai", scrub: bool = True,
-    settings: Settings | None = None,
+    settings: Settings | None = None, pairs: str | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Export exactly the episodes of an approved release (or refuse, in one line)."""
     from review_app.release import get_approved_release, release_decisions, release_episode_ids
@@ -81,5 +88,5 @@ def export_release(
     }
     return export(
         store, out_dir, fmt=fmt, include_verified=False, round_ids=list(rel.round_ids), scrub=scrub,
-        settings=settings, decisions=release_decisions(store, rel), release=info,
+        settings=settings, decisions=release_decisions(store, rel), release=info, pairs=pairs,
     )

@@ -14,8 +14,8 @@ from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def read_password(*, from_stdin: bool) -> str:
-    """The new password: the first line of stdin, or typed twice at a hidden prompt."""
+def read_password(*, from_stdin: bool, confirm: bool = True) -> str:
+    """The password: the first line of stdin, or typed at a hidden prompt (twice for a new one)."""
     if from_stdin:
         line = sys.stdin.readline()
         if not line:
@@ -23,7 +23,7 @@ def read_password(*, from_stdin: bool) -> str:
         return line.rstrip("\r\n")
     if not sys.stdin.isatty():
         raise InputError("no terminal to type a password at; pipe it in with --password-stdin")
-    return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return typer.prompt("Password", hide_input=True, confirmation_prompt=confirm)
 
 
 def add_reviewer_account(settings: Settings, name: str, role: str, *, password_stdin: bool) -> accounts.User:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlmodel import select
 
 from review_app.accounts import User, require_user
+from review_app.data import warehouse_cursor
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.errors import InputError
@@ -33,7 +34,10 @@ def format_reason(code: str, text: str) -> str:
     return f"{code}: {text}" if code and text else (code or text)
 
 
-def check_decision(decision: str, reason_code: str, reason_text: str, first_wrong_step: int | None, n_steps: int | None) -> None:
+def check_decision(
+    decision: str, reason_code: str, reason_text: str, first_wrong_step: int | None, n_steps: int | None,
+    recovered: bool = False,
+) -> None:
     """InputError naming the first thing wrong with a decision, or nothing."""
     if decision not in DECISIONS:
         raise InputError(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
@@ -46,6 +50,23 @@ def check_decision(decision: str, reason_code: str, reason_text: str, first_wron
     if first_wrong_step is not None:
         if first_wrong_step < 0 or (n_steps is not None and first_wrong_step >= n_steps):
             raise InputError(f"first wrong step {first_wrong_step} is not a step of this episode")
+    elif recovered:
+        raise InputError("'recovered' needs a first wrong step (the step the agent recovered from)")
+
+
+def episode_steps(store: Store, round_id: str, episode_id: str) -> int:
+    """How many steps the episode has; InputError if the round or the episode in it does not exist."""
+    with store.session() as s:
+        known = s.get(state.Round, round_id) is not None
+    if not known:
+        raise InputError(f"no round {round_id!r}; a decision needs a round that exists")
+    con = warehouse_cursor(store, [round_id])
+    found = con.execute(
+        "SELECT (SELECT count(*) FROM steps WHERE episode_id = $1) FROM episodes WHERE episode_id = $1", [episode_id]
+    ).fetchone()
+    if found is None:
+        raise InputError(f"no episode {episode_id!r} in round {round_id}; nothing recorded")
+    return int(found[0])
 
 
 def record_decision(
@@ -58,11 +79,16 @@ def record_decision(
     reason_code: str = "",
     reason_text: str = "",
     first_wrong_step: int | None = None,
-    n_steps: int | None = None,
+    recovered: bool = False,
 ) -> state.Review:
-    """Save one decision by a reviewer with an account, and drop their draft."""
+    """Save one decision by a reviewer with an account, and drop their draft.
+
+    ``recovered`` (with a first wrong step): the agent recovered after it, so only that
+    step is kept out of the loss; otherwise it and every later assistant turn are. A
+    round or episode that does not exist is refused (InputError), and so is a first
+    wrong step the episode does not have."""
     user = require_user(store, reviewer)
-    check_decision(decision, reason_code, reason_text, first_wrong_step, n_steps)
+    check_decision(decision, reason_code, reason_text, first_wrong_step, episode_steps(store, round_id, episode_id), recovered)
     review = state.Review(
         episode_id=episode_id,
         round_id=round_id,
@@ -70,6 +96,7 @@ def record_decision(
         decision=decision,
         reason=format_reason(reason_code, reason_text),
         first_wrong_step=first_wrong_step,
+        recovered=bool(recovered and first_wrong_step is not None),
     )
     with store.session() as s:
         saved = state.add_review(session=s, review=review)
@@ -107,9 +134,11 @@ def save_draft(
     reason_code: str = "",
     reason_text: str = "",
     first_wrong_step: int | None = None,
+    recovered: bool = False,
 ) -> None:
     """Keep what the reviewer has chosen so far (survives a closed browser)."""
     user = require_user(store, reviewer)
+    episode_steps(store, round_id, episode_id)
     with store.session() as s:
         rt.save_draft(
             session=s,
@@ -120,6 +149,7 @@ def save_draft(
                 reason_code=reason_code,
                 reason_text=reason_text,
                 first_wrong_step=first_wrong_step,
+                recovered=recovered,
             ),
         )
 
@@ -142,12 +172,13 @@ def adjudicate(
     reason_code: str = "",
     reason_text: str = "",
     first_wrong_step: int | None = None,
+    recovered: bool = False,
 ) -> rt.Adjudication:
-    """A lead settles a disputed episode; only leads may."""
+    """A lead settles a disputed episode; only leads may. ``recovered`` as in :func:`record_decision`."""
     user = require_user(store, lead.name if isinstance(lead, User) else lead)
     if not user.is_lead:
         raise InputError(f"{user.name} is not a lead; only leads adjudicate")
-    check_decision(decision, reason_code, reason_text, first_wrong_step, None)
+    check_decision(decision, reason_code, reason_text, first_wrong_step, episode_steps(store, round_id, episode_id), recovered)
     with store.session() as s:
         return rt.add_adjudication(
             session=s,
@@ -158,5 +189,6 @@ def adjudicate(
                 decision=decision,
                 reason=format_reason(reason_code, reason_text),
                 first_wrong_step=first_wrong_step,
+                recovered=bool(recovered and first_wrong_step is not None),
             ),
         )

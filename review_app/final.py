@@ -35,6 +35,17 @@ class FinalDecision:
     round_id: str = ""
     reason: str = ""  # the lead's reason when adjudicated
     reviewers: tuple[str, ...] = ()
+    recovered: bool = False  # with first_wrong_step: mask only that step, not every later one
+
+
+def first_wrong(marks: list[tuple[int, bool]]) -> tuple[int | None, bool]:
+    """The step to mask from and whether the agent recovered, from (step, recovered) marks
+    of the reviewers who agree: the earliest step; recovered only if everyone who marked
+    that step said so (when in doubt, less is trained on)."""
+    if not marks:
+        return None, False
+    step = min(k for k, _ in marks)
+    return step, all(rec for k, rec in marks if k == step)
 
 
 def resolve_all(
@@ -42,11 +53,11 @@ def resolve_all(
 ) -> dict[str, FinalDecision]:
     """Every reviewed or adjudicated episode's final decision, from rows in id order (later wins)."""
     votes: dict[str, dict[str, str]] = defaultdict(dict)
-    wrong: dict[str, dict[str, int | None]] = defaultdict(dict)
+    wrong: dict[str, dict[str, tuple[int | None, bool]]] = defaultdict(dict)
     rounds: dict[str, str] = {}
     for r in reviews:
         votes[r.episode_id][r.reviewer] = r.decision  # a reviewer's latest wins
-        wrong[r.episode_id][r.reviewer] = r.first_wrong_step
+        wrong[r.episode_id][r.reviewer] = (r.first_wrong_step, bool(r.recovered))
         rounds[r.episode_id] = r.round_id
     adjs: dict[str, rt.Adjudication] = {}
     for a in adjudications:
@@ -58,14 +69,16 @@ def resolve_all(
         adj = adjs.get(eid)
         res = resolve(votes.get(eid, {}), required, adj.decision if adj else None)
         marked = [
-            step for who, step in wrong.get(eid, {}).items() if step is not None and votes[eid].get(who) == res.decision
+            (step, rec) for who, (step, rec) in wrong.get(eid, {}).items()
+            if step is not None and votes[eid].get(who) == res.decision
         ]
-        step = min(marked, default=None)
+        step, recovered = first_wrong(marked)
         if adj is not None and adj.first_wrong_step is not None:
-            step = adj.first_wrong_step  # the lead looked again; their step is the one to mask from
+            # the lead looked again; their step (and whether the agent recovered) is the one to mask from
+            step, recovered = adj.first_wrong_step, bool(adj.recovered)
         out[eid] = FinalDecision(
             eid, res.decision, res.status, ",".join(res.reviewers), step, rounds[eid],
-            adj.reason if adj else "", res.reviewers,
+            adj.reason if adj else "", res.reviewers, recovered,
         )
     return out
 

@@ -19,10 +19,12 @@ EPISODE_KEYS: dict[str, str] = {
     "r": "kb_reject",
     "f": "kb_fix",
     "e": "kb_mark_error",
+    "v": "kb_recovered",
     "n": "kb_next",
 }
 
-HELP = "j/k next/previous step · a approve · r reject · f needs fix · e mark this step as the first error · n next episode"
+HELP = ("j/k next/previous step · a approve · r reject · f needs fix · e mark this step as the first error · "
+        "v the agent recovered after it · n next episode")
 
 _LISTENER = """
 (function () {

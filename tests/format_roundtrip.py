@@ -22,10 +22,12 @@ def import_file(data_dir: Path, path: Path, fmt: str, **options: Any) -> tuple[S
     return store, import_prepared(store, prepare_import(path, fmt, **options))
 
 
-def approve(store: Store, first_wrong: dict[str, int] | None = None) -> dict[str, Any]:
-    """Every episode approved by 'ana' (``first_wrong``: episode id -> the step she marked wrong)."""
+def approve(store: Store, first_wrong: dict[str, int] | None = None, *, recovered: bool = True) -> dict[str, Any]:
+    """Every episode approved by 'ana' (``first_wrong``: episode id -> the step she marked wrong;
+    ``recovered``: she saw the agent recover, so only that step is masked, not the rest)."""
     first_wrong = first_wrong or {}
-    return {e.episode_id: SimpleNamespace(decision="approve", reviewer="ana", first_wrong_step=first_wrong.get(e.episode_id))
+    return {e.episode_id: SimpleNamespace(decision="approve", reviewer="ana", first_wrong_step=first_wrong.get(e.episode_id),
+                                          recovered=recovered)
             for e in iter_records(store.duck(), "episodes")}
 
 

@@ -7,8 +7,9 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 import pytest
+from sqlmodel import select
 
-from curation import export_run
+from curation import export_common
 from curation.formats.openai_chat import check_record
 from flows.export_cmd import export
 from warehouse import state
@@ -73,7 +74,8 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
             assert all(check_record(r) == [] for r in rows)
             assert len(rows) == _funnel_out(store)
         if fmt == "dpo":
-            assert set(manifest["pair_kinds"]) <= {"success_vs_failure", "cheaper_vs_costlier"}
+            assert set(manifest["pair_kinds"]) <= {"approved_vs_rejected", "success_vs_failure", "cheaper_vs_costlier"}
+            assert sum(manifest["pairs"]["by_source"].values()) == len(rows)
             for r in rows:
                 assert r["metadata"]["chosen_id"] != r["metadata"]["rejected_id"]
                 assert r["prompt"][1]["role"] == "user" and r["chosen"] and r["rejected"]
@@ -82,7 +84,7 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
             stats = dict(con.execute(
                 "SELECT task_id, count(*) FILTER (WHERE success) FROM episodes JOIN outcomes USING (episode_id) GROUP BY 1"
             ).fetchall())
-            assert len(rows) == len(stats)
+            assert manifest["tasks_in"] == len(stats) == len(rows) + sum(manifest["excluded"].values())
             for r in rows:
                 assert r["group"]["successes"] == stats[r["task_id"]]
                 assert r["task_spec"]["seed"] == r["verifier"]["seed"]
@@ -90,25 +92,48 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
     assert all(len(splits) == 1 for splits in templates.values()), {k: v for k, v in templates.items() if len(v) > 1}
 
 
-def test_sharegpt_masks_turns_marked_wrong(curated, tmp_path):
+def _agent_losses(row):
+    return [t["loss"] for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
+
+
+@pytest.mark.parametrize("recovered", [False, True])
+def test_loss_is_masked_from_the_first_wrong_step_or_only_on_it_when_recovered(curated, tmp_path, recovered):
     store, round_id = curated
-    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
-    rows = _rows(tmp_path, manifest)
-    victim = rows[0]["id"]
+    _, manifest = export(store, tmp_path / "before", fmt="sharegpt", include_verified=True)
+    rows = _rows(tmp_path / "before", manifest)
+    # an episode with at least four agent turns, none masked by the heuristics, so every position shows
+    victim = next(r["id"] for r in rows if len(_agent_losses(r)) >= 4 and all(_agent_losses(r)))
     with store.session() as s:
         s.add(state.Review(episode_id=victim, round_id=round_id, reviewer="ana", decision="approve",
-                           first_wrong_step=0, decided_at=datetime.now(UTC)))
+                           first_wrong_step=1, recovered=recovered, decided_at=datetime.now(UTC)))
         s.commit()
-    _, manifest = export(store, tmp_path, fmt="sharegpt", include_verified=True)
-    row = next(r for r in _rows(tmp_path, manifest) if r["id"] == victim)
-    agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
-    assert agent[0]["loss"] is False and all(t["loss"] for t in agent[1:])
-    assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
-    assert "ana" in manifest["lineage"]["reviewers"]
-    _, manifest = export(store, tmp_path, fmt="openai", include_verified=True)
-    chat = next(r for r in _rows(tmp_path, manifest) if r["metadata"]["episode_id"] == victim)
-    assistant = [m for m in chat["messages"] if m["role"] == "assistant"]
-    assert assistant[0]["weight"] == 0 and all("weight" not in m for m in assistant[1:])
+    try:
+        out = tmp_path / "after"
+        _, manifest = export(store, out, fmt="sharegpt", include_verified=True)
+        row = next(r for r in _rows(out, manifest) if r["id"] == victim)
+        agent = _agent_losses(row)
+        expected = [True, False] + [recovered] * (len(agent) - 2)
+        assert agent == expected
+        assert all(not t["loss"] for t in row["conversations"] if t["from"] in ("human", "observation"))
+        assert "ana" in manifest["lineage"]["reviewers"]
+        kinds = manifest["loss_mask"]["episodes"]
+        assert kinds == {"from_first_wrong_step": int(not recovered), "first_wrong_step_only_recovered": int(recovered)}
+        assert "every later assistant turn" in manifest["loss_mask"]["rule"]
+        _, manifest = export(store, out, fmt="openai", include_verified=True)
+        chat = next(r for r in _rows(out, manifest) if r["metadata"]["episode_id"] == victim)
+        weights = [m.get("weight", 1) for m in chat["messages"] if m["role"] == "assistant"]
+        assert weights == [int(x) for x in expected]
+        import pyarrow.parquet as pq
+
+        _, manifest = export(store, out, fmt="hf", include_verified=True)
+        hf_rows = [r for name in manifest["files"] for r in pq.read_table(out / name).to_pylist()]
+        hf_row = next(r for r in hf_rows if r["episode_id"] == victim)
+        assert [m["loss"] for m in hf_row["messages"] if m["role"] == "assistant"] == expected
+    finally:
+        with store.session() as s:  # the module's round is shared: leave it unreviewed
+            for r in s.exec(select(state.Review).where(state.Review.episode_id == victim)).all():
+                s.delete(r)
+            s.commit()
 
 
 def test_pii_is_scrubbed_and_counted(curated, tmp_path):
@@ -125,7 +150,7 @@ def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monke
     store, _ = curated
     _, first = export(store, tmp_path, fmt="openai", include_verified=True)
     before = {n: (tmp_path / n).read_bytes() for n in first["files"]}
-    real = export_run.chat_turns
+    real = export_common.chat_turns
     calls = {"n": 0}
 
     def boom(*args):
@@ -134,7 +159,7 @@ def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monke
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(export_run, "chat_turns", boom)
+    monkeypatch.setattr(export_common, "chat_turns", boom)
     with pytest.raises(KeyboardInterrupt):
         export(store, tmp_path, fmt="openai", include_verified=True)
     assert {n: (tmp_path / n).read_bytes() for n in first["files"]} == before

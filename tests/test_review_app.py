@@ -139,6 +139,36 @@ def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draf
         assert rt.get_draft(session=s, episode_id=long_ep, reviewer="ann") is None
 
 
+def test_recovered_is_toggled_with_its_own_key_only_after_a_first_wrong_step(world):
+    store, ids = world
+    long_ep = store.duck().execute(
+        "SELECT episode_id FROM outcomes WHERE steps >= 3 ORDER BY episode_id LIMIT 1").fetchone()[0]
+    at = _signed_in("ann")
+    at.session_state["episode_id"] = long_ep
+    at.session_state["nav_to"] = "Episode"
+    at.run()
+    assert at.button(key="kb_recovered").disabled  # nothing to recover from yet
+    at.button(key="kb_step_next").click().run()
+    at.button(key="kb_mark_error").click().run()
+    assert not at.button(key="kb_recovered").disabled
+    at.button(key="kb_recovered").click().run()
+    assert at.session_state["d_recovered"] is True
+    assert any("recovered" in c.value for c in at.caption)
+    with store.session() as s:
+        draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
+    assert (draft.first_wrong_step, draft.recovered) == (1, True)
+    at.button(key="kb_mark_error").click().run()  # unmarking the step drops "recovered" with it
+    assert at.session_state["d_recovered"] is False and at.button(key="kb_recovered").disabled
+    at.button(key="kb_mark_error").click().run()
+    at.button(key="kb_recovered").click().run()
+    at.button(key="kb_recovered").click().run()  # a second press takes it back
+    at.button(key="kb_recovered").click().run()
+    at.button(key="kb_approve").click().run()
+    assert not at_errors(at)
+    [r] = _reviews(store)
+    assert (r.decision, r.first_wrong_step, r.recovered) == ("approve", 1, True)
+
+
 def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
     store, ids = world
     monkeypatch.setenv("FLYWHEEL_REVIEW_OVERLAP", "1")  # every episode needs two reviewers
@@ -155,13 +185,15 @@ def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
     assert lea.button(key=f"adj-submit-{eid}")
     lea.selectbox(key=f"adj-decision-{eid}").select("reject").run()
     lea.selectbox(key=f"adj-reason-{eid}").select("hallucination").run()
+    lea.number_input(key=f"adj-step-{eid}").set_value(0).run()
+    lea.checkbox(key=f"adj-recovered-{eid}").check().run()
     lea.button(key=f"adj-submit-{eid}").click().run()
     assert not at_errors(lea)
     assert any(f"Settled {eid}: reject" in s.value for s in lea.success)
     assert not [b for b in lea.button if b.key == f"adj-submit-{eid}"]
     with store.session() as s:
         [adj] = rt.adjudications(session=s).values()
-    assert (adj.episode_id, adj.lead, adj.decision) == (eid, "lea", "reject")
+    assert (adj.episode_id, adj.lead, adj.decision, adj.first_wrong_step, adj.recovered) == (eid, "lea", "reject", 0, True)
 
 
 def at_errors(at: AppTest) -> list[str]:

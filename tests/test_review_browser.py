@@ -101,6 +101,10 @@ def test_keyboard_review_in_chromium(review_server):
                 expect(page.get_by_text(f"step {i + 2} of {n_steps}", exact=False)).to_be_visible()
             page.locator("body").press("e")
             expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
+            expect(page.get_by_text("Loss: none from the first wrong step on")).to_be_visible()
+            page.wait_for_function("() => window.__flywheelKeys.map.v === 'kb_recovered'")
+            page.locator("body").press("v")  # the agent recovered: mask only that step
+            expect(page.get_by_text("the agent recovered", exact=False)).to_be_visible()
             page.locator("body").press("a")
             expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "review-episode.png"), full_page=True)
@@ -109,6 +113,7 @@ def test_keyboard_review_in_chromium(review_server):
     with store.session() as s:
         first, review = s.exec(select(state.Review).order_by(state.Review.id)).all()
     assert (first.episode_id, first.decision) == (routed[0], "approve")
-    assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step) == (eid, "ann", "approve", target)
+    assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step, review.recovered) == (
+        eid, "ann", "approve", target, True)
     assert (ARTIFACTS / "review-queue.png").stat().st_size > 10_000
     assert (ARTIFACTS / "review-episode.png").stat().st_size > 10_000

@@ -124,3 +124,38 @@ def test_reviewer_list_shows_accounts_or_says_there_are_none(tmp_path):
     listed = flywheel("reviewer", "list", "--data-dir", str(data), env=cli_env(None), cwd=tmp_path)
     assert listed.returncode == 0
     assert [line.split() for line in listed.stdout.splitlines() if "lea" in line] == [["lea", "lead", "active"]]
+
+
+def test_decide_records_a_decision_and_refuses_an_unknown_episode_or_round(tmp_path):
+    from sqlmodel import select
+
+    from tests.review_fixtures import PASSWORD, make_accounts
+    from warehouse import state
+
+    data = tmp_path / "d"
+    store = Store(data)
+    ids = make_round(store, n_tasks=2)
+    make_accounts(store)
+
+    def decide(*args, password=PASSWORD):
+        return subprocess.run(
+            [flywheel_executable(), "decide", *args, "--password-stdin", "--data-dir", str(data)],
+            input=password + "\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )
+
+    near_miss = ids[0][:-1] + ("0" if ids[0][-1] != "0" else "1")
+    _one_line(decide(near_miss, "--reviewer", "ann", "--decision", "approve"), f"no episode '{near_miss}' in any round")
+    _one_line(decide(ids[0], "--round", "r0002", "--reviewer", "ann", "--decision", "approve"), "no round 'r0002'")
+    _one_line(decide(near_miss, "--round", "r0001", "--reviewer", "ann", "--decision", "approve"),
+              f"no episode '{near_miss}' in round r0001")
+    _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", password="wrong"), "wrong name or password")
+    _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--recovered"), "needs a first wrong step")
+    _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--first-wrong-step", "99"), "not a step")
+    with store.session() as s:
+        assert s.exec(select(state.Review)).all() == []  # nothing written on bad input
+    ok = decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--first-wrong-step", "1", "--recovered")
+    assert ok.returncode == 0, ok.stderr
+    assert f"Recorded approve by ann on {ids[0]} (round r0001, first wrong step 1 (recovered))" in ok.stdout
+    with store.session() as s:
+        [r] = s.exec(select(state.Review)).all()
+    assert (r.episode_id, r.round_id, r.reviewer, r.first_wrong_step, r.recovered) == (ids[0], "r0001", "ann", 1, True)

@@ -66,7 +66,7 @@ def test_no_anonymous_or_unknown_reviewer_decides(tmp_path, state_url):
         decisions.adjudicate(store, lead="ann", round_id="r0001", episode_id=ids[0], decision="approve")
     with pytest.raises(InputError, match="not a step"):
         decisions.record_decision(
-            store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve", first_wrong_step=99, n_steps=3
+            store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve", first_wrong_step=99
         )
 
 
@@ -138,3 +138,69 @@ def test_an_adjudication_carries_the_leads_first_wrong_step_into_exports(tmp_pat
     agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
     assert row["id"] == eid and len(agent) >= 2
     assert [t["loss"] for t in agent[:2]] == [True, False]  # masked from the lead's step, not the reviewers' (none)
+
+
+def test_a_decision_for_an_episode_or_round_that_does_not_exist_is_refused(tmp_path, state_url):
+    from sqlmodel import select
+
+    from warehouse import review_tables as rt
+    from warehouse import state
+
+    store = Store(tmp_path / "d", state_url)
+    ids = make_round(store, n_tasks=2)
+    make_accounts(store)
+    near_miss = ids[0][:-1] + ("0" if ids[0][-1] != "0" else "1")  # one character off a real id
+    cases = [
+        ("r0002", ids[0], "no round 'r0002'"),
+        ("", ids[0], "no round ''"),
+        ("r0001", near_miss, f"no episode '{near_miss}' in round r0001"),
+        ("r0001", "", "no episode '' in round r0001"),
+    ]
+    for round_id, eid, message in cases:
+        with pytest.raises(InputError, match=message):
+            decisions.record_decision(store, reviewer="ann", round_id=round_id, episode_id=eid, decision="approve")
+        with pytest.raises(InputError, match=message):
+            decisions.adjudicate(store, lead="lea", round_id=round_id, episode_id=eid, decision="approve")
+        with pytest.raises(InputError, match=message):
+            decisions.save_draft(store, reviewer="ann", round_id=round_id, episode_id=eid, reason_text="x")
+    # a step the episode does not have is refused for a lead too (the app passes no step count)
+    with pytest.raises(InputError, match="not a step"):
+        decisions.adjudicate(store, lead="lea", round_id="r0001", episode_id=ids[0], decision="approve", first_wrong_step=99)
+    with pytest.raises(InputError, match="needs a first wrong step"):
+        decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve",
+                                  recovered=True)
+    with store.session() as s:  # nothing was written
+        assert s.exec(select(state.Review)).all() == []
+        assert s.exec(select(rt.Adjudication)).all() == []
+        assert s.exec(select(rt.ReviewDraft)).all() == []
+    saved = decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve",
+                                      first_wrong_step=0, recovered=True)
+    assert (saved.first_wrong_step, saved.recovered) == (0, True)
+
+
+def test_recovered_is_kept_by_the_counting_decision_and_by_adjudication(tmp_path):
+    store = Store(tmp_path / "d")
+    ids = make_round(store, n_tasks=3)
+    make_accounts(store)
+    ov = Overlap(1.0, 2)
+    a, b, c = ids
+
+    def vote(who, eid, step, recovered, decision="approve"):
+        decisions.record_decision(store, reviewer=who, round_id="r0001", episode_id=eid, decision=decision,
+                                  reason_code="" if decision == "approve" else "wrong_result",
+                                  first_wrong_step=step, recovered=recovered)
+
+    vote("ann", a, 1, True)
+    vote("bob", a, 1, True)
+    vote("ann", b, 1, True)
+    vote("bob", b, 1, False)  # one of them saw no recovery: the whole tail stays masked
+    vote("ann", c, 0, False)
+    vote("bob", c, 0, False, "reject")
+    finals = final_decisions(store, None, ov)
+    assert (finals[a].first_wrong_step, finals[a].recovered) == (1, True)
+    assert (finals[b].first_wrong_step, finals[b].recovered) == (1, False)
+    assert finals[c].status == "disputed"
+    decisions.adjudicate(store, lead="lea", round_id="r0001", episode_id=c, decision="approve",
+                         first_wrong_step=0, recovered=True)
+    final = final_decisions(store, None, ov)[c]
+    assert (final.decision, final.first_wrong_step, final.recovered) == ("approve", 0, True)

@@ -42,6 +42,7 @@ class ReviewDraft(SQLModel, table=True):
     reason_code: str = ""
     reason_text: str = ""
     first_wrong_step: int | None = None
+    recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     updated_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
 
 
@@ -56,6 +57,7 @@ class Adjudication(SQLModel, table=True):
     decision: str
     reason: str = ""
     first_wrong_step: int | None = None
+    recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})  # see state.ReviewBase
     decided_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
 
 

@@ -80,6 +80,9 @@ class ReviewBase(SQLModel):
     decision: str  # approve, reject, needs_fix
     reason: str = ""
     first_wrong_step: int | None = None
+    # with a first wrong step: True when the agent recovered (only that step is masked),
+    # False when every later assistant turn is masked too (the default)
+    recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     decided_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
 
 
@@ -113,16 +116,47 @@ def make_engine(url: str) -> sa.Engine:
 
 
 def _create_tables(engine: sa.Engine, attempts: int = 5) -> None:
-    """Create missing tables. Several processes opening a new database at once (reviewers,
-    a running flow) can both see a table missing and both create it; the loser retries."""
+    """Create missing tables and add missing columns. Several processes opening a new
+    database at once (reviewers, a running flow) can both see a table or column missing
+    and both create it; the loser retries."""
     for attempt in range(attempts):
         try:
             SQLModel.metadata.create_all(engine)
+            add_missing_columns(engine)
             return
         except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.IntegrityError) as exc:
             text = str(exc).lower()
-            if attempt == attempts - 1 or not ("already exists" in text or "duplicate key" in text):
+            if attempt == attempts - 1 or not any(s in text for s in ("already exists", "duplicate key", "duplicate column")):
                 raise
+
+
+def add_missing_columns(engine: sa.Engine) -> list[str]:
+    """The migration of a state database made by an earlier version: every column the
+    models have and its tables lack is added (each such column has a server default or
+    is nullable, so existing rows stay valid). Returns ``table.column`` of those added."""
+    inspector = sa.inspect(engine)
+    existing = set(inspector.get_table_names())
+    added = []
+    for table in SQLModel.metadata.sorted_tables:
+        if table.name not in existing:
+            continue
+        have = {c["name"] for c in inspector.get_columns(table.name)}
+        for col in table.columns:
+            if col.name in have:
+                continue
+            ddl = f"ALTER TABLE {table.name} ADD COLUMN {col.name} {col.type.compile(dialect=engine.dialect)}"
+            if col.server_default is not None:
+                default = col.server_default.arg
+                text = default.compile(dialect=engine.dialect) if isinstance(default, sa.ClauseElement) else f"'{default}'"
+                ddl += f" DEFAULT {text}"
+            if not col.nullable:
+                if col.server_default is None:
+                    raise StateError(f"cannot add {table.name}.{col.name} to an existing database: no default")
+                ddl += " NOT NULL"
+            with engine.begin() as conn:
+                conn.execute(sa.text(ddl))
+            added.append(f"{table.name}.{col.name}")
+    return added
 
 
 def redact(url: str) -> str:

@@ -29,24 +29,29 @@ def render(ctx: Ctx, open_episode) -> None:
                     f"- {r.reviewer}: **{r.decision}**"
                     + (f" · {r.reason}" if r.reason else "")
                     + (f" · first wrong step {r.first_wrong_step}" if r.first_wrong_step is not None else "")
+                    + (" (recovered)" if r.recovered else "")
                 )
-            c = st.columns([2, 3, 3, 1, 1])
+            c = st.columns([2, 3, 3, 2, 2, 1, 1])
             choice = c[0].selectbox("Decision", _CHOICES, key=f"adj-decision-{eid}")
             code = c[1].selectbox(
                 "Reason", ["", *decisions.REJECT_REASONS], key=f"adj-reason-{eid}",
                 format_func=lambda k: decisions.REJECT_REASONS.get(k, "—"),
             )
             text = c[2].text_input("Notes", key=f"adj-text-{eid}")
-            if c[3].button("Settle", key=f"adj-submit-{eid}", type="primary"):
+            step = c[3].number_input("First wrong step", min_value=0, value=None, step=1, key=f"adj-step-{eid}")
+            recovered = c[4].checkbox("Recovered", key=f"adj-recovered-{eid}",
+                                      help="the agent recovered after that step: mask only it, not the rest")
+            if c[5].button("Settle", key=f"adj-submit-{eid}", type="primary"):
                 try:
                     decisions.adjudicate(
                         ctx.store, lead=ctx.user, round_id=row["round_id"], episode_id=eid,
                         decision=choice, reason_code=code, reason_text=text,
+                        first_wrong_step=None if step is None else int(step), recovered=recovered,
                     )
                 except Exception as exc:  # noqa: BLE001  (InputError shown in place)
                     st.error(str(exc))
                 else:
                     st.session_state["flash"] = f"Settled {eid}: {choice}"
                     st.rerun()
-            if c[4].button("Open", key=f"adj-open-{eid}"):
+            if c[6].button("Open", key=f"adj-open-{eid}"):
                 open_episode(eid, row["round_id"])

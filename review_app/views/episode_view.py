@@ -24,6 +24,7 @@ def _init_from_draft(ctx: Ctx, view: EpisodeView) -> None:
     ss["d_reason"] = draft.reason_code if draft else ""
     ss["d_text"] = draft.reason_text if draft else ""
     ss["d_first_error"] = draft.first_wrong_step if draft else None
+    ss["d_recovered"] = bool(draft.recovered) if draft else False
     ss["step"] = draft.first_wrong_step if draft and draft.first_wrong_step is not None else 0
     ss["loaded_for"] = eid
 
@@ -38,6 +39,7 @@ def _save_draft(ctx: Ctx, view: EpisodeView) -> None:
         reason_code=ss.get("d_reason") or "",
         reason_text=ss.get("d_text") or "",
         first_wrong_step=ss.get("d_first_error"),
+        recovered=bool(ss.get("d_recovered")) and ss.get("d_first_error") is not None,
     )
     ss["flash"] = "Draft saved"
 
@@ -54,7 +56,7 @@ def _decide(ctx: Ctx, view: EpisodeView, decision: str) -> None:
             reason_code=ss.get("d_reason") or "",
             reason_text=ss.get("d_text") or "",
             first_wrong_step=ss.get("d_first_error"),
-            n_steps=len(view.steps),
+            recovered=bool(ss.get("d_recovered")) and ss.get("d_first_error") is not None,
         )
     except Exception as exc:  # noqa: BLE001  (an InputError is shown; the draft is kept)
         ss["flash_error"] = str(exc)
@@ -171,6 +173,20 @@ def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
         c[0].caption(f"First wrong step: **{fe}**" if fe is not None else "First wrong step: none marked")
         if c[1].button("Mark step · e", key="kb_mark_error", help="mark the current step as the first wrong one"):
             ss["d_first_error"] = None if fe == ss["step"] else ss["step"]
+            if ss["d_first_error"] is None:
+                ss["d_recovered"] = False
+            _save_draft(ctx, view)
+            st.rerun()
+        rec = bool(ss.get("d_recovered")) and fe is not None
+        c = st.columns([2, 1])
+        c[0].caption(
+            "Loss: none on the first wrong step only (the agent **recovered**)" if rec
+            else "Loss: none from the first wrong step on" if fe is not None
+            else "Loss: on every agent step"
+        )
+        if c[1].button("Recovered · v", key="kb_recovered", disabled=fe is None,
+                       help="the agent recovered after its first wrong step: mask only that step, not the rest"):
+            ss["d_recovered"] = not rec
             _save_draft(ctx, view)
             st.rerun()
         b = st.columns(2)
@@ -191,6 +207,7 @@ def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
             st.caption(
                 f"Your decision: **{last.decision}** {('· ' + last.reason) if last.reason else ''}"
                 f"{f' · first wrong step {last.first_wrong_step}' if last.first_wrong_step is not None else ''}"
+                f"{' (recovered)' if last.recovered else ''}"
             )
 
 
