@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +196,30 @@ def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
         ],
         "reports": list(plan.reports),
     }
+
+
+def nightly_episodes(store: Store, settings: Settings) -> tuple[int, str]:
+    """How many episodes tonight's scheduled round may make, and why.
+
+    The first round, an unfinished round, or a release approved since the last round: the
+    usual batch. Otherwise only ``round.unreleased_share`` of it (default none): the
+    flywheel waits for people rather than piling up unreviewed data. A pending approved
+    plan is never touched here; the round that runs uses it."""
+    usual = settings.round.episodes
+    with store.session() as s:
+        last = state.latest_round(session=s)
+        rel = rt.latest_release(session=s)
+    if last is None:
+        return usual, "the first round"
+    if last.status != "complete":
+        return usual, f"resuming the unfinished round {last.id}"
+    if rel is not None and _aware(rel.approved_at) >= _aware(last.created_at):
+        return usual, f"release {rel.id} was approved since {last.id} began"
+    share = settings.round.unreleased_share
+    n = math.ceil(usual * share)
+    what = f"{n} episodes ({share:.0%} of {usual}, round.unreleased_share)" if n else "no round (round.unreleased_share = 0)"
+    return n, f"no release approved since {last.id} began: {what}; approve one in the review app"
+
+
+def _aware(moment):
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
+from flows.planning import nightly_episodes
 from flows.round import round_flow
 from warehouse.settings import load_settings
+from warehouse.store import Store
 
 DEPLOYMENT_NAME = "nightly"
 
@@ -23,6 +25,14 @@ def scheduled_round(data_dir: str, state_url: str | None = None, config: str | N
     """One round with the settings found at run time (so edits to flywheel.toml apply
     to the next night without re-deploying)."""
     settings = load_settings(Path(config) if config else None, data_dir=Path(data_dir), state_url=state_url)
+    episodes, why = nightly_episodes(Store(settings.data_dir, settings.state_url), settings)
+    logger = get_run_logger()
+    if episodes == 0:
+        logger.warning("Nightly round skipped: %s", why)
+        return {"skipped": True, "reason": why}
+    logger.info("Nightly round: %s", why)
+    if episodes != settings.round.episodes:
+        settings = settings.model_copy(update={"round": settings.round.model_copy(update={"episodes": episodes})})
     return round_flow(settings, show_progress=False)
 
 

@@ -125,3 +125,25 @@ def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
     # Used once: the round after goes back to the settings and the feedback.
     after = next_plan(store, settings, families, 3)
     assert after.source == "even" and after.episodes == 24
+
+
+def test_a_nightly_round_without_a_new_release_makes_only_the_configured_share(tmp_path):
+    from flows.planning import nightly_episodes
+    from review_app import decisions, release
+    from review_app.data import Overlap
+    from tests.review_fixtures import make_accounts
+
+    settings = load_settings(data_dir=tmp_path / "d", round={"episodes": 40, "rollouts": 2})
+    store = Store(settings.data_dir)
+    assert nightly_episodes(store, settings) == (40, "the first round")
+    first = _complete_round(store, settings)
+    n, why = nightly_episodes(store, settings)
+    assert n == 0 and "no release approved since r0001" in why
+    quarter = load_settings(data_dir=tmp_path / "d", round={"episodes": 40, "unreleased_share": 0.25})
+    assert nightly_episodes(store, quarter)[0] == 10
+    make_accounts(store)
+    eid = store.duck().execute("SELECT min(episode_id) FROM episodes").fetchone()[0]
+    decisions.record_decision(store, reviewer="ann", round_id=first, episode_id=eid, decision="approve")
+    release.approve_release(store, lead="lea", dataset_version="v1", round_ids=[first], overlap=Overlap(0.0, 2),
+                            sampling_plan={"episodes": 8, "families": {"F01": 1.0}})
+    assert nightly_episodes(store, settings) == (40, "release rel-0001 was approved since r0001 began")

@@ -8,7 +8,11 @@ import urllib.request
 
 import pytest
 
+from review_app import decisions, release
+from review_app.data import Overlap
 from tests.conftest import alive, cli_env, flywheel, flywheel_executable, running, wait_for
+from tests.review_fixtures import make_accounts
+from warehouse import state
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -43,8 +47,39 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
             return state == "COMPLETED"
 
         wait_for("the scheduled round", finished, timeout=300)
-    con = Store(tmp_path / "flywheel-data").duck()
-    assert con.execute("SELECT count(*) FROM episodes").fetchone()[0] == 12
+        store = Store(tmp_path / "flywheel-data")
+        assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 12
+
+        # The next night, with no release approved since: no round, and the Prefect UI says why.
+        def night() -> str:
+            run = _api(prefect_server, f"/deployments/{dep['id']}/create_flow_run", {})
+
+            def done():
+                state = _api(prefect_server, f"/flow_runs/{run['id']}")["state"]["type"]
+                assert state not in ("FAILED", "CRASHED", "CANCELLED"), state
+                return state == "COMPLETED"
+
+            wait_for("a scheduled run", done, timeout=300)
+            return run["id"]
+
+        skipped = night()
+
+        def said() -> list[str]:
+            logs = _api(prefect_server, "/logs/filter", {"logs": {"flow_run_id": {"any_": [skipped]}}})
+            return [log["message"] for log in logs if "Nightly round skipped" in log["message"]]
+
+        assert "no release approved since r0001 began" in wait_for("the run's log line", said, timeout=60)[0]
+        with store.session() as s:
+            assert [r.id for r in state.list_rounds(session=s)] == ["r0001"]
+        # A lead approves a release with a plan: the next night runs exactly that plan.
+        make_accounts(store)
+        eid = store.duck().execute("SELECT min(episode_id) FROM episodes").fetchone()[0]
+        decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
+        release.approve_release(store, lead="lea", dataset_version="v1", round_ids=["r0001"], overlap=Overlap(0.0, 2),
+                                sampling_plan={"episodes": 6, "families": {"F02": 1.0}})
+        night()
+        assert store.duck(["r0002"]).execute("SELECT count(*), min(family), max(family) FROM episodes").fetchone() \
+            == (6, "F02", "F02")
 
 
 def test_serve_without_a_prefect_server_is_one_line(tmp_path):
