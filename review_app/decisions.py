@@ -17,6 +17,9 @@ from warehouse.errors import InputError
 from warehouse.store import Store
 
 DECISIONS = ("approve", "reject", "needs_fix")
+# Appended when a reviewer takes a decision back (an annotation deleted in Label Studio): their
+# vote no longer counts from then on, while a release approved before still sees it.
+WITHDRAWN = "withdrawn"
 REJECT_REASONS: dict[str, str] = {
     "wrong_result": "Wrong result: the task is not done as asked",
     "harmful_action": "Harmful or unwanted change to the phone",
@@ -33,7 +36,10 @@ def format_reason(code: str, text: str) -> str:
     return f"{code}: {text}" if code and text else (code or text)
 
 
-def check_decision(decision: str, reason_code: str, reason_text: str, first_wrong_step: int | None, n_steps: int | None) -> None:
+def check_decision(
+    decision: str, reason_code: str, reason_text: str, first_wrong_step: int | None, n_steps: int | None,
+    recovered: bool = False,
+) -> None:
     """InputError naming the first thing wrong with a decision, or nothing."""
     if decision not in DECISIONS:
         raise InputError(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
@@ -43,6 +49,8 @@ def check_decision(decision: str, reason_code: str, reason_text: str, first_wron
         raise InputError("a rejection needs a reason from the list")
     if reason_code == "other" and not reason_text.strip():
         raise InputError("reason 'other' needs a few words of free text")
+    if recovered and first_wrong_step is None:
+        raise InputError("'recovered' needs a first wrong step to recover from")
     if first_wrong_step is not None:
         if first_wrong_step < 0 or (n_steps is not None and first_wrong_step >= n_steps):
             raise InputError(f"first wrong step {first_wrong_step} is not a step of this episode")
@@ -59,10 +67,11 @@ def record_decision(
     reason_text: str = "",
     first_wrong_step: int | None = None,
     n_steps: int | None = None,
+    recovered: bool = False,
 ) -> state.Review:
     """Save one decision by a reviewer with an account, and drop their draft."""
     user = require_user(store, reviewer)
-    check_decision(decision, reason_code, reason_text, first_wrong_step, n_steps)
+    check_decision(decision, reason_code, reason_text, first_wrong_step, n_steps, recovered)
     review = state.Review(
         episode_id=episode_id,
         round_id=round_id,
@@ -70,6 +79,7 @@ def record_decision(
         decision=decision,
         reason=format_reason(reason_code, reason_text),
         first_wrong_step=first_wrong_step,
+        recovered=recovered,
     )
     with store.session() as s:
         saved = state.add_review(session=s, review=review)

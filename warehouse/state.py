@@ -14,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import review_tables  # noqa: F401  (registers the review gate's tables for create_all)
+from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
 
 
@@ -67,6 +67,7 @@ class ReviewBase(SQLModel):
     decision: str  # approve, reject, needs_fix
     reason: str = ""
     first_wrong_step: int | None = None
+    recovered: bool = False  # the agent went wrong at first_wrong_step and put it right later
     decided_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
 
 
