@@ -40,6 +40,7 @@ class Turn:
     steps: list[int] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     error: str = ""  # a failed question or finish, shown in red
+    after: str = ""  # what the agent said after its calls (a question or the closing message)
 
     @property
     def bad(self) -> bool:
@@ -107,7 +108,11 @@ def conversation_turns(instruction: str, steps: list[Step]) -> list[Turn]:
             if args.get("answer") not in (None, ""):
                 parts.append(f"Answer: {json.dumps(args['answer'], ensure_ascii=False, default=str)}")
             text = "\n\n".join(dict.fromkeys(p for p in parts if p))
-        turn = _agent_turn(turns, text, new=True)
+        last = turns[-1]
+        if last.role == "agent" and last.calls and not last.after:  # said after this turn's calls
+            turn, turn.after = last, text
+        else:
+            turn = _agent_turn(turns, text, new=True)
         turn.steps.append(step.index)
         if not step.feedback.ok:
             turn.error = _error_text(step)

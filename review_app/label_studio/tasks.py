@@ -45,8 +45,6 @@ def _turn_html(turn: Turn, episode_id: str, screens_url: str | None) -> str:
     parts = [f'<div style="{_STYLE[turn.role]}"><b>{who}</b><small>{steps}</small>']
     if turn.text:
         parts.append(f"<div>{_text(turn.text)}</div>")
-    if turn.error:
-        parts.append(f'<div style="{_RED}"><b>error</b> {escape(turn.error)}</div>')
     for call in turn.calls:
         mark = "✗" if call.bad else "✓"
         style = _RED if call.bad else ""
@@ -59,6 +57,10 @@ def _turn_html(turn: Turn, episode_id: str, screens_url: str | None) -> str:
             f'<pre style="white-space:pre-wrap">{escape(_json(call.arguments, 600))}</pre>{body}'
             f"{_screen(screens_url, episode_id, call.step)}</details>"
         )
+    if turn.after:
+        parts.append(f"<div>{_text(turn.after)}</div>")
+    if turn.error:
+        parts.append(f'<div style="{_RED}"><b>error</b> {escape(turn.error)}</div>')
     parts.append("</div>")
     return "".join(parts)
 

@@ -33,25 +33,27 @@ def _call(call: ToolCall, current: int, first_error: int | None) -> None:
         st.caption(f"label **{call.label}**{extra}")
 
 
+def _tag(step: int, current: int, first_error: int | None) -> str:
+    parts = (["▶"] if step == current else []) + [f"step {step}"]
+    return " · ".join(parts + ([":red[**first error**]"] if first_error == step else []))
+
+
 def _turn(turn: Turn, current: int, first_error: int | None) -> None:
     role = "user" if turn.role == "user" else "assistant"
     with st.chat_message(role, avatar=":material/person:" if role == "user" else ":material/smart_toy:"):
-        own = [s for s in turn.steps if s not in {c.step for c in turn.calls}]
-        tags = []
-        if turn.role == "agent" and own:
-            if current in own:
-                tags.append("▶")
-            tags.append(f"step {own[0]}")
-            if first_error in own:
-                tags.append(":red[**first error**]")
-        if tags:
-            st.caption(" · ".join(tags))
+        own = [s for s in turn.steps if s not in {c.step for c in turn.calls}] if turn.role == "agent" else []
+        if own and not turn.after:
+            st.caption(_tag(own[0], current, first_error))
         if turn.text:
             st.markdown(turn.text)
-        if turn.error:
-            st.error(turn.error)
         for call in turn.calls:
             _call(call, current, first_error)
+        if turn.after:
+            if own:
+                st.caption(_tag(own[-1], current, first_error))
+            st.markdown(turn.after)
+        if turn.error:
+            st.error(turn.error)
 
 
 def step_nav(n: int) -> None:
