@@ -153,3 +153,19 @@ def register(app: typer.Typer, out: Console, options: dict[str, Any]) -> None:
         else:
             lines.append("No differences between Label Studio and the state database")
         _emit(as_json, result, "\n".join(lines))
+
+    @ls_app.command("screens")
+    def screens_cmd(
+        port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to serve on.")] = 8090,
+        host: Annotated[str, typer.Option("--host", help="Address to bind (default: this machine only).")] = "127.0.0.1",
+        config: ConfigOpt = None, data_dir: DataDirOpt = None, state_url: StateUrlOpt = None,
+    ) -> None:
+        """Serve the step screens tasks link to (point label_studio.screens_url at this address)."""
+        import uvicorn
+
+        from review_app.label_studio.screens_server import screens_app
+
+        _, store = existing_store(config, data_dir, state_url)
+        out.print(f"Serving step screens at http://{host}:{port}/EPISODE/STEP.svg (Ctrl+C stops)", markup=False,
+                  highlight=False)
+        uvicorn.run(screens_app(store), host=host, port=port, log_level="warning")

@@ -267,3 +267,21 @@ def test_reviewer_names_from_label_studio_users():
     assert reviewer_name(RemoteUser(3, "Jo Ann+x@example.com")) == "Jo-Ann-x"
     assert reviewer_name(RemoteUser(7, "", "")) == "ls-user-7"
     assert reviewer_name(RemoteUser(7, "@example.com", "")) == "ls-user-7"
+
+
+def test_screens_are_served_by_url_and_linked_from_tasks(store):
+    from starlette.testclient import TestClient
+
+    from review_app.label_studio.screens_server import screens_app
+
+    fake = FakeLabelStudio()
+    ls = LS.model_copy(update={"screens_url": "http://127.0.0.1:8090/"})
+    push(store, fake, ls, round_ids=None, everything=True)
+    task = max(fake.task_data.values(), key=lambda t: t["data"]["n_steps"])["data"]
+    eid = task["episode_id"]
+    assert f'src="http://127.0.0.1:8090/{eid}/0.svg"' in task["html"]
+    client = TestClient(screens_app(store))
+    got = client.get(f"/{eid}/0.svg")
+    assert got.status_code == 200 and got.headers["content-type"] == "image/svg+xml" and "<svg" in got.text
+    assert client.get(f"/{eid}/{task['n_steps']}.svg").status_code == 404  # one past the last step
+    assert client.get("/e-no-such-episode/0.svg").status_code == 404
