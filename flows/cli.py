@@ -472,6 +472,12 @@ from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  
 
 _register_phone_commands(app, out)
 
+from flows.label_studio_cmd import register as _register_label_studio_commands  # noqa: E402
+
+_register_label_studio_commands(
+    app, out, {"config": ConfigOpt, "data_dir": DataDirOpt, "state_url": StateUrlOpt, "existing_store": _existing_store}
+)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""

@@ -55,6 +55,20 @@ def curate_task(store: Store, round_id: str, settings: Settings) -> int:
     return stages.curate_round(store, round_id, settings)
 
 
+@task(name="label-studio-sync", cache_policy=NO_CACHE)
+def label_studio_sync_task(store: Store, round_id: str, settings: Settings) -> dict[str, Any]:
+    """Push the round's queue to Label Studio and pull decisions back; a Label Studio that is
+    down does not undo the round: the error is reported and the next sync repairs."""
+    from flows.label_studio_cmd import label_studio_client, run_sync
+    from warehouse.errors import FlywheelError
+
+    try:
+        return run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=False,
+                        progress=False)
+    except FlywheelError as exc:
+        return {"error": str(exc)}
+
+
 @flow(name="flywheel-round", validate_parameters=False, log_prints=False, persist_result=False)
 def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
     """Run (or resume) one round on ``settings`` and return its summary."""
@@ -74,6 +88,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         stages.finish_round(store, rnd.id)
         refresh_proposal(store, settings, stages.selected_families(settings))  # for the release page
         counts = stages.round_counts(store, rnd.id)
+    synced = label_studio_sync_task(store, rnd.id, settings) if settings.label_studio.configured else None
     return RoundSummary(
         round_id=rnd.id,
         resumed=resumed,
@@ -86,4 +101,4 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         tasks_tried=counts["tasks_tried"],
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
-    ).as_dict()
+    ).as_dict() | ({"label_studio": synced} if synced is not None else {})

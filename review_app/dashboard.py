@@ -8,6 +8,7 @@ from sqlmodel import select
 
 from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
 from review_app.data import Overlap, review_connection
+from review_app.decisions import WITHDRAWN
 from warehouse import state
 from warehouse.store import Store
 
@@ -76,7 +77,9 @@ def throughput(store: Store, round_id: str) -> list[dict[str, Any]]:
     """Decisions per reviewer per hour of the day they were made."""
     with store.session() as s:
         rows = s.exec(
-            select(state.Review.reviewer, state.Review.decided_at).where(state.Review.round_id == round_id)
+            select(state.Review.reviewer, state.Review.decided_at).where(
+                state.Review.round_id == round_id, state.Review.decision != WITHDRAWN
+            )
         ).all()
     counts: dict[tuple[str, str], int] = {}
     for reviewer, when in rows:

@@ -15,6 +15,7 @@ import pyarrow as pa
 from sqlmodel import select
 
 from review_app.agreement import Overlap
+from review_app.decisions import WITHDRAWN
 from review_app.final import resolve_all
 from warehouse import query, state
 from warehouse import review_tables as rt
@@ -59,7 +60,7 @@ def review_connection(store: Store, round_ids: list[str] | None, overlap: Overla
         reviews = s.exec(rstmt).all()
         adjs = s.exec(astmt).all()
     latest = {(r.episode_id, r.reviewer): r.decision for r in reviews}  # in id order: a reviewer's latest wins
-    votes = [{"episode_id": e, "reviewer": who, "decision": d} for (e, who), d in latest.items()]
+    votes = [{"episode_id": e, "reviewer": who, "decision": d} for (e, who), d in latest.items() if d != WITHDRAWN]
     finals = resolve_all(reviews, adjs, overlap)
     status = [
         {"episode_id": f.episode_id, "reviewers": list(f.reviewers), "status": f.status, "final": f.decision,

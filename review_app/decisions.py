@@ -18,6 +18,9 @@ from warehouse.errors import InputError
 from warehouse.store import Store
 
 DECISIONS = ("approve", "reject", "needs_fix")
+# Appended when a reviewer takes a decision back (an annotation deleted in Label Studio): their
+# vote no longer counts from then on, while a release approved before still sees it.
+WITHDRAWN = "withdrawn"
 REJECT_REASONS: dict[str, str] = {
     "wrong_result": "Wrong result: the task is not done as asked",
     "harmful_action": "Harmful or unwanted change to the phone",
@@ -47,6 +50,8 @@ def check_decision(
         raise InputError("a rejection needs a reason from the list")
     if reason_code == "other" and not reason_text.strip():
         raise InputError("reason 'other' needs a few words of free text")
+    if recovered and first_wrong_step is None:
+        raise InputError("'recovered' needs a first wrong step to recover from")
     if first_wrong_step is not None:
         if first_wrong_step < 0 or (n_steps is not None and first_wrong_step >= n_steps):
             raise InputError(f"first wrong step {first_wrong_step} is not a step of this episode")

@@ -18,6 +18,7 @@ from datetime import datetime
 from sqlmodel import select
 
 from review_app.agreement import Overlap, in_overlap, resolve
+from review_app.decisions import WITHDRAWN
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.store import Store
@@ -56,6 +57,11 @@ def resolve_all(
     wrong: dict[str, dict[str, tuple[int | None, bool]]] = defaultdict(dict)
     rounds: dict[str, str] = {}
     for r in reviews:
+        rounds[r.episode_id] = r.round_id
+        if r.decision == WITHDRAWN:  # the reviewer took their decision back (deleted in Label Studio)
+            votes[r.episode_id].pop(r.reviewer, None)
+            wrong[r.episode_id].pop(r.reviewer, None)
+            continue
         votes[r.episode_id][r.reviewer] = r.decision  # a reviewer's latest wins
         wrong[r.episode_id][r.reviewer] = (r.first_wrong_step, bool(r.recovered))
         rounds[r.episode_id] = r.round_id
@@ -64,7 +70,7 @@ def resolve_all(
         adjs[a.episode_id] = a  # the latest adjudication wins
         rounds.setdefault(a.episode_id, a.round_id)
     out = {}
-    for eid in set(votes) | set(adjs):
+    for eid in {e for e, v in votes.items() if v} | set(adjs):
         required = overlap.reviewers if in_overlap(eid, overlap.share) else 1
         adj = adjs.get(eid)
         res = resolve(votes.get(eid, {}), required, adj.decision if adj else None)

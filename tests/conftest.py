@@ -3,6 +3,7 @@ server for command-line tests, and a helper to run the ``flywheel`` command."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,38 @@ def flywheel(*args: str, env: dict[str, str], cwd: Path, timeout: float = 300) -
     return subprocess.run(
         [flywheel_executable(), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+@dataclass
+class LabelStudioServer:
+    """A running Label Studio: its URL and a personal access token per user (admin first)."""
+
+    url: str
+    tokens: dict[str, str]
+
+    @property
+    def admin_token(self) -> str:
+        return next(iter(self.tokens.values()))
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory) -> Iterator[LabelStudioServer]:
+    """The server .ci/run started (FLYWHEEL_TEST_LS_URL, FLYWHEEL_TEST_LS_TOKENS), or one started
+    here from the Label Studio venv (see README, Label Studio); skipped locally without that venv."""
+    from tests.label_studio import server as ls_server
+
+    url = os.environ.get("FLYWHEEL_TEST_LS_URL")
+    if url:
+        yield LabelStudioServer(url, json.loads(os.environ["FLYWHEEL_TEST_LS_TOKENS"]))
+        return
+    venv = ls_server.default_venv()
+    if not ls_server.venv_ready(venv):
+        if os.environ.get("CI"):
+            pytest.fail(f"no Label Studio venv at {venv}; .ci/run installs it")
+        pytest.skip(f"no Label Studio {ls_server.VERSION} venv at {venv} "
+                    "(python -m tests.label_studio.server install)")
+    started = ls_server.start(venv, tmp_path_factory.mktemp("label-studio"))
+    try:
+        yield LabelStudioServer(started.url, started.tokens)
+    finally:
+        ls_server.stop(started.pid)

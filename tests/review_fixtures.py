@@ -45,3 +45,55 @@ def make_accounts(store: Store) -> None:
     accounts.add_reviewer(store, "ann", "reviewer", PASSWORD)
     accounts.add_reviewer(store, "bob", "reviewer", PASSWORD)
     accounts.add_reviewer(store, "lea", "lead", PASSWORD)
+
+
+def airline_conversation() -> dict:
+    """A multi-turn support conversation in OpenAI chat form (the shape public benchmarks'
+    airline conversations are exported in): the user asks, the agent looks things up (one
+    lookup fails), asks back, the user answers, the agent changes the booking and closes."""
+    import json
+
+    def call(cid, name, args):
+        return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+    def tool(cid, body):
+        return {"role": "tool", "tool_call_id": cid, "content": json.dumps(body)}
+
+    return {
+        "messages": [
+            {"role": "system", "content": "You are an airline support agent."},
+            {"role": "user", "content": "Hi, I need to move my flight to Boston to a day later."},
+            {"role": "assistant", "content": "Let me find your booking.",
+             "tool_calls": [call("c1", "find_reservation", {"name": "Mia Chen"})]},
+            tool("c1", {"ok": False, "error": {"code": "NOT_FOUND", "message": "no reservation for 'Mia Chen'"}}),
+            {"role": "assistant", "content": None,
+             "tool_calls": [call("c2", "find_reservation", {"name": "Mia Chen", "fuzzy": True})]},
+            tool("c2", {"ok": True, "data": [{"id": "R7", "flight": "UA12", "to": "BOS", "date": "2026-12-03"},
+                                              {"id": "R9", "flight": "UA88", "to": "BOS", "date": "2026-12-20"}]}),
+            {"role": "assistant", "content": "I see two bookings to Boston, on Dec 3 and Dec 20. Which one?"},
+            {"role": "user", "content": "The one on the 3rd, please."},
+            {"role": "assistant", "content": None,
+             "tool_calls": [call("c3", "change_flight", {"reservation": "R7", "date": "2026-12-04"})]},
+            tool("c3", {"ok": True, "data": {"reservation": "R7", "date": "2026-12-04", "fee": 0}}),
+            {"role": "assistant", "content": "Done: your Dec 3 flight to Boston is now on Dec 4, no fee."},
+            {"role": "user", "content": "Thanks!"},
+            {"role": "assistant", "content": "You're welcome, have a good trip."},
+        ],
+        "tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+                  for n in ("find_reservation", "change_flight")],
+        "reward": 1.0,
+        "task": {"family": "airline", "template": "change_date"},
+    }
+
+
+def import_conversations(store: Store, tmp_path) -> str:
+    """Import the airline conversation as a round of its own; its episode id."""
+    import json
+
+    from flows.import_cmd import import_prepared, prepare_import
+
+    path = tmp_path / "airline.jsonl"
+    path.write_text(json.dumps(airline_conversation()) + "\n")
+    prepared = prepare_import(path, "openai-chat")
+    import_prepared(store, prepared)
+    return next(iter(prepared.episodes))

@@ -33,3 +33,19 @@ def test_bench_semantic_quick_prints_recall_and_false_positives():
     low_plain = [float(x) for x in rows["little signal (finish)5-gram only"]]
     low_semantic = [float(x) for x in rows["little signal (finish)+ semantic"]]
     assert low_semantic[0] > low_plain[0] + 0.5 and low_semantic[2] == 0.0
+
+
+def test_bench_label_studio_quick_pushes_and_pulls_against_the_real_server(label_studio):
+    import json
+    import os
+
+    env = {**os.environ, "FLYWHEEL_TEST_LS_URL": label_studio.url,
+           "FLYWHEEL_TEST_LS_TOKENS": json.dumps(label_studio.tokens)}
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_label_studio.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
+            if line.split() and line.split()[0] in ("push", "pull")}
+    assert set(rows) == {"push", "pull"}
+    assert "100 episodes pushed in" in proc.stdout
+    assert label_studio.admin_token not in proc.stdout + proc.stderr

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+from contextlib import contextmanager
 
 import pytest
 from sqlmodel import select
@@ -28,12 +29,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90) -> None
     wait_for("the review app", lambda: alive(proc) and http_ok(f"{url}/_stcore/health"), timeout=timeout)
 
 
-@pytest.fixture
-def review_server(tmp_path):
-    data = tmp_path / "d"
-    store = Store(data)
-    make_round(store, n_tasks=6)
-    make_accounts(store)
+@contextmanager
+def review_app(tmp_path, data):
+    """``flywheel review`` on ``data`` (overlap off), stopped afterwards; yields its URL."""
     port = free_port()
     env = cli_env(None, FLYWHEEL_REVIEW_OVERLAP="0")
     log = (tmp_path / "review.log").open("w")
@@ -44,7 +42,7 @@ def review_server(tmp_path):
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc)
-        yield url, store
+        yield url
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # flywheel stops its streamlit child on Ctrl+C
         try:
@@ -52,6 +50,16 @@ def review_server(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def review_server(tmp_path):
+    data = tmp_path / "d"
+    store = Store(data)
+    make_round(store, n_tasks=6)
+    make_accounts(store)
+    with review_app(tmp_path, data) as url:
+        yield url, store
 
 
 def test_keyboard_review_in_chromium(review_server):
@@ -117,3 +125,61 @@ def test_keyboard_review_in_chromium(review_server):
         eid, "ann", "approve", target, True)
     assert (ARTIFACTS / "review-queue.png").stat().st_size > 10_000
     assert (ARTIFACTS / "review-episode.png").stat().st_size > 10_000
+
+
+@pytest.fixture
+def conversation_server(tmp_path):
+    from tests.review_fixtures import import_conversations
+
+    data = tmp_path / "d"
+    store = Store(data)
+    eid = import_conversations(store, tmp_path)
+    make_accounts(store)
+    with review_app(tmp_path, data) as url:
+        yield url, store, eid
+
+
+def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversation_server):
+    from playwright.sync_api import expect, sync_playwright
+
+    url, store, eid = conversation_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(30_000)
+            expect.set_options(timeout=30_000)
+            page.goto(url)
+            page.get_by_role("textbox", name="Name").fill("ann")
+            page.get_by_role("textbox", name="Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.get_by_text("Queue · 1 episodes")).to_be_visible()
+            sidebar = page.locator('[data-testid="stSidebar"]')
+            for label in ("Round", "Family", "Capability", "Outcome", "Marks", "Reviewer status"):
+                expect(sidebar.get_by_text(label, exact=True)).to_be_visible()  # labelled on first load
+            page.screenshot(path=str(ARTIFACTS / "review-conversation-queue.png"), full_page=True)
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+            page.locator("body").press("n")
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
+            chat = page.locator('[data-testid="stChatMessage"]')
+            expect(chat).to_have_count(6)  # user, agent, user, agent, user, agent
+            expect(chat.nth(2)).to_contain_text("The one on the 3rd, please.")
+            expect(chat.nth(1)).to_contain_text("Which one?")
+            # the current step (0) is the failed lookup: open, and its error shown in red
+            expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
+            expect(page.get_by_text("step 1 of 6", exact=False)).to_be_visible()
+            page.locator("body").press("e")
+            expect(page.get_by_text("First wrong step: 0")).to_be_visible()
+            expect(chat.nth(1)).to_contain_text("first error")
+            page.locator("body").press("j")
+            expect(page.get_by_text("step 2 of 6", exact=False)).to_be_visible()
+            expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
+            page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
+            page.locator("body").press("a")
+            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+        finally:
+            browser.close()
+    with store.session() as s:
+        (review,) = s.exec(select(state.Review)).all()
+    assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step) == (eid, "ann", "approve", 0)

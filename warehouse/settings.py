@@ -127,6 +127,31 @@ class OpenAISettings(_Section):
         return key
 
 
+class LabelStudioSettings(_Section):
+    """A Label Studio server the review queue is mirrored to (see README, Label Studio)."""
+
+    url: str | None = None  # e.g. http://127.0.0.1:8080; unset: Label Studio is not used
+    token: SecretStr | None = None  # a personal access token (FLYWHEEL_LABEL_STUDIO__TOKEN); never logged
+    project: str = Field("agent-flywheel review", min_length=1, max_length=50)  # the project's title
+    timeout_s: float = Field(60.0, gt=0)  # per request
+    page_size: int = Field(500, ge=1, le=5000)  # tasks per request when pushing and pulling
+    screens_url: str | None = None  # where `flywheel label-studio screens` serves step screens, if anywhere
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url)
+
+    def checked_token(self) -> str:
+        """The token to send; ConfigError (never naming the token) when it is missing or a placeholder."""
+        key = self.token.get_secret_value().strip() if self.token else ""
+        if not key:
+            raise ConfigError("no Label Studio token; set FLYWHEEL_LABEL_STUDIO__TOKEN to a personal access token")
+        if key.lower() in PLACEHOLDER_KEYS or key.startswith("<"):
+            raise ConfigError("label_studio.token is a placeholder; set FLYWHEEL_LABEL_STUDIO__TOKEN to a real "
+                              "personal access token")
+        return key
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="FLYWHEEL_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -143,6 +168,7 @@ class Settings(BaseSettings):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
     review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
+    label_studio: LabelStudioSettings = Field(default_factory=LabelStudioSettings)
 
     @classmethod
     def settings_customise_sources(

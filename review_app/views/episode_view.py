@@ -8,8 +8,10 @@ from datetime import UTC
 import streamlit as st
 
 from review_app import decisions, keys, screens
+from review_app.conversation import is_conversation
 from review_app.episode import EpisodeView, load_episode, requirement_rows, step_rows
 from review_app.views import Ctx
+from review_app.views.conversation_view import render_conversation, step_nav
 
 _REASONS = ["", *decisions.REJECT_REASONS]
 
@@ -88,9 +90,17 @@ def render(ctx: Ctx, next_episode) -> None:
     st.markdown(f"> {ep.instruction}")
     st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")
 
+    chat = is_conversation(ep, view.steps)
+    shape = st.segmented_control(
+        "View", ["Conversation", "Steps"], default="Conversation" if chat else "Steps",
+        key=f"view_{ep.episode_id}", label_visibility="collapsed",
+    )
     left, right = st.columns([3, 2])
     with left:
-        _timeline(view, n)
+        if (shape or ("Conversation" if chat else "Steps")) == "Conversation":
+            render_conversation(view, n)
+        else:
+            _timeline(view, n)
     with right:
         _decision_panel(ctx, view, n, next_episode)
         _outcome(view)
@@ -99,14 +109,7 @@ def render(ctx: Ctx, next_episode) -> None:
 
 def _timeline(view: EpisodeView, n: int) -> None:
     ss = st.session_state
-    nav = st.columns([1, 1, 3])
-    if nav[0].button("◀ k", key="kb_step_prev", disabled=ss["step"] <= 0, help="previous step"):
-        ss["step"] -= 1
-        st.rerun()
-    if nav[1].button("j ▶", key="kb_step_next", disabled=ss["step"] >= n - 1, help="next step"):
-        ss["step"] += 1
-        st.rerun()
-    nav[2].caption(f"step {ss['step'] + 1 if n else 0} of {n} · {keys.HELP}")
+    step_nav(n)
     rows = step_rows(view)
     for r in rows:
         r["▶"] = "▶" if r["step"] == ss["step"] else ""

@@ -34,14 +34,25 @@ def current_filter(ctx: Ctx) -> queue.QueueFilter:
 def sidebar_filters(ctx: Ctx) -> None:
     rounds = round_ids(ctx)
     sb = st.sidebar
-    sb.selectbox("Round", ["all", *rounds], index=1 if rounds else 0, key="f_round")
+    # Each label is written as plain text above its widget: the widgets' own labels arrive with
+    # their lazily loaded scripts, which left unlabelled grey boxes on a first, slow load.
+    _label(sb, "Round")
+    sb.selectbox("Round", ["all", *rounds], index=1 if rounds else 0, key="f_round", label_visibility="collapsed")
     rnd = st.session_state.get("f_round")
     opts = queue.filter_options(ctx.store, None if rnd == "all" else [rnd])
-    sb.multiselect("Family", opts["families"], key="f_family")
-    sb.multiselect("Capability", opts["capabilities"], key="f_capability")
-    sb.selectbox("Outcome", list(_SUCCESS), key="f_success")
-    sb.multiselect("Marks", opts["marks"], key="f_marks")
-    sb.selectbox("Reviewer status", list(queue.STATUS_FILTERS), key="f_status")
+    for label, widget, options, key in [
+        ("Family", sb.multiselect, opts["families"], "f_family"),
+        ("Capability", sb.multiselect, opts["capabilities"], "f_capability"),
+        ("Outcome", sb.selectbox, list(_SUCCESS), "f_success"),
+        ("Marks", sb.multiselect, opts["marks"], "f_marks"),
+        ("Reviewer status", sb.selectbox, list(queue.STATUS_FILTERS), "f_status"),
+    ]:
+        _label(sb, label)
+        widget(label, options, key=key, label_visibility="collapsed")
+
+
+def _label(container, text: str) -> None:
+    container.markdown(f'<p style="font-size:14px;line-height:1.6;margin:0 0 -0.3rem 0">{text}</p>', unsafe_allow_html=True)
 
 
 def render(ctx: Ctx, open_episode) -> None:
@@ -61,7 +72,7 @@ def render(ctx: Ctx, open_episode) -> None:
         st.info("Nothing to review under these filters.")
         return
     for row in page.rows:
-        c = st.columns([0.6, 5, 1.2, 1.6])
+        c = st.columns([0.9, 5, 1.2, 1.6])
         if c[0].button("Open", key=f"open-{row['episode_id']}", help="Open this episode"):
             open_episode(row["episode_id"], row["round_id"])
         tag = ":violet[routed]" if row["routed"] else (":red[failed]" if not row["success"] else ":green[verified]")

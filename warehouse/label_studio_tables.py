@@ -1,0 +1,55 @@
+"""State tables of the Label Studio mirror: which task holds which episode, and which
+annotation became which review decision.
+
+An annotation is pulled once per (id, updated_at): an edit in Label Studio appends a new
+decision (the reviewer's latest counts), a deletion removes the decisions it made. CRUD
+functions take ``*, session``; none commits, so a pull applies in one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, Session, SQLModel, select
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class LabelStudioTask(SQLModel, table=True):
+    """An episode pushed as a Label Studio task (one per project and episode)."""
+
+    __tablename__ = "label_studio_tasks"
+    project_id: int = Field(primary_key=True)
+    episode_id: str = Field(primary_key=True)
+    task_id: int = Field(index=True)
+    round_id: str = Field(index=True)
+    digest: str = ""  # of the task data last pushed; a change updates the task
+    pushed_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+class LabelStudioAnnotation(SQLModel, table=True):
+    """An annotation that became a review decision (``review_id``)."""
+
+    __tablename__ = "label_studio_annotations"
+    annotation_id: int = Field(primary_key=True)
+    project_id: int = Field(index=True)
+    task_id: int
+    episode_id: str = Field(index=True)
+    reviewer: str
+    updated_at: str  # Label Studio's own timestamp, compared as given
+    review_id: int | None = None  # None: a draft or skipped annotation, which decides nothing
+    pulled_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+def project_tasks(*, session: Session, project_id: int) -> dict[str, LabelStudioTask]:
+    """The project's pushed tasks by episode id."""
+    stmt = select(LabelStudioTask).where(LabelStudioTask.project_id == project_id)
+    return {t.episode_id: t for t in session.exec(stmt)}
+
+
+def project_annotations(*, session: Session, project_id: int) -> dict[int, LabelStudioAnnotation]:
+    stmt = select(LabelStudioAnnotation).where(LabelStudioAnnotation.project_id == project_id)
+    return {a.annotation_id: a for a in session.exec(stmt)}
