@@ -18,6 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from warehouse import killpoints
+
 PARQUET_BATCH = 2048
 
 
@@ -152,6 +154,7 @@ class ExportWriter:
         manifest_path.unlink(missing_ok=True)  # an old manifest must not vouch for new data
         files: dict[str, dict[str, Any]] = {}
         for split, sink in sorted(self.sinks.items()):
+            killpoints.reached("export.file")
             os.replace(sink.tmp, sink.final)
             files[sink.final.name] = {"split": split, "rows": sink.rows, "sha256": _sha256(sink.final)}
         for sink in self.attached:
@@ -163,6 +166,7 @@ class ExportWriter:
         full = {**manifest, "files": files}
         tmp = self.out_dir / f".{manifest_path.name}.tmp-{os.getpid()}"
         tmp.write_text(json.dumps(full, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        killpoints.reached("export.manifest")
         os.replace(tmp, manifest_path)
         return ExportResult(manifest_path, files, sum(s.rows for s in self.sinks.values()))
 

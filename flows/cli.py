@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from warehouse import killpoints
 from warehouse.errors import FlywheelError, first_line
 
 try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
@@ -482,6 +483,7 @@ _register_label_studio_commands(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
+    killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"))  # the kill tests' hook; unset in normal runs
     try:
         # Without standalone mode click returns a typer.Exit's code instead of raising it.
         code = command.main(args=argv, prog_name="flywheel", standalone_mode=False)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from warehouse import killpoints
 from warehouse.errors import StorageError
 from warehouse.schemas import TABLES, to_table
 from warehouse.state import Shard
@@ -57,7 +58,9 @@ def write_arrow_shard(data_dir: Path, shard: ShardFile, table: pa.Table) -> Shar
         pq.write_table(table, tmp, compression="zstd")
         with tmp.open("rb") as fh:
             os.fsync(fh.fileno())
+        killpoints.reached("shard.written")
         os.replace(tmp, final)
+        killpoints.reached("shard.renamed")
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc

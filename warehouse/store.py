@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from warehouse import query, state
+from warehouse import killpoints, query, state
 from warehouse.errors import StorageError
 from warehouse.schemas import TABLES
 from warehouse.shards import ShardFile, check_data_dir, remove_orphans, write_arrow_shard, write_shard
@@ -82,12 +82,14 @@ class Store:
         shards = [write_shard(self.data_dir, ShardFile(t, round_id, key), recs) for t, recs in records.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
+        killpoints.reached("unit.committed")
 
     def commit_tables(self, round_id: str, key: str, tables: dict[str, pa.Table]) -> None:
         """Like :meth:`commit_unit`, for tables already in Arrow form (bulk writers)."""
         shards = [write_arrow_shard(self.data_dir, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
+        killpoints.reached("unit.committed")
 
     # --- reading -----------------------------------------------------------------
 

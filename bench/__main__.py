@@ -1,0 +1,79 @@
+"""``python -m bench``: every benchmark of the project, one table.
+
+    python -m bench           # the full runs (under 15 minutes on a 2-core machine)
+    python -m bench --quick   # the smoke versions (a test runs this)
+
+Each benchmark is a script in ``bench/`` that prints its own side-by-side ratios; this
+runs each in a child process and gathers one row per benchmark: the figure (its summary
+line), what it is compared against, the ratio and the target. Adding a benchmark is one
+line in :data:`BENCHES`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    script: str
+    against: str
+    target: str
+    summary: str  # regex of the summary line; its first number group named "ratio" if it has one
+
+
+BENCHES = [
+    Bench("phone", "bench_phone.py", "5,000 env steps/s", "x >= 1", r"PhoneEnv\.step.*x(?P<ratio>[\d.]+) target"),
+    Bench("engine", "bench_engine.py", "plain asyncio + openai", ">= 0.90", r"worst ratio (?P<ratio>[\d.]+)"),
+    Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
+    Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
+          r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
+]
+
+
+def run(bench: Bench, quick: bool) -> tuple[str, str, float, int]:
+    """(figure, ratio, seconds, exit code) of one benchmark run in its own process."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(HERE / bench.script), *(["--quick"] if quick else [])],
+                          capture_output=True, text=True, cwd=HERE.parent)
+    seconds = time.perf_counter() - t0
+    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    figure, ratio = (lines[-1] if lines else "(no output)"), "-"
+    for line in reversed(lines):
+        m = re.search(bench.summary, line)
+        if m:
+            figure = line
+            ratio = m.groupdict().get("ratio") or "-"
+            break
+    if proc.returncode != 0:
+        figure = f"FAILED ({proc.returncode}): {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+    return figure, ratio, seconds, proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the smoke versions of every benchmark")
+    ap.add_argument("--only", help="comma-separated benchmark names")
+    args = ap.parse_args(argv)
+    chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
+    rows = []
+    for bench in chosen:
+        print(f"running {bench.name} ...", file=sys.stderr, flush=True)
+        rows.append((bench, *run(bench, args.quick)))
+    print(f"{'benchmark':<17} {'ratio':>7}  {'compared against':<24} {'target':<30} {'s':>5}  figure")
+    for bench, figure, ratio, seconds, _ in rows:
+        print(f"{bench.name:<17} {ratio:>7}  {bench.against:<24} {bench.target:<30} {seconds:>5.0f}  {figure[:100]}")
+    return 1 if any(code != 0 for *_, code in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

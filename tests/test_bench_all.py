@@ -1,0 +1,26 @@
+"""``python -m bench`` gathers every benchmark into one table (its smoke mode, on one bench:
+each script's own smoke test runs the rest)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.__main__ import BENCHES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_bench_script_is_registered():
+    scripts = {p.name for p in (ROOT / "bench").glob("bench_*.py")}
+    assert scripts == {b.script for b in BENCHES}
+
+
+def test_python_m_bench_quick_prints_one_row_with_its_ratio():
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "phone"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.splitlines()
+    assert header.split()[:2] == ["benchmark", "ratio"]
+    assert row.split()[0] == "phone" and float(row.split()[1]) > 0
