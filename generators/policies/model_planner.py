@@ -64,7 +64,7 @@ def conversation(task: TaskSpec, steps: list[Step]) -> list[dict[str, Any]]:
                                       {"role": "user", "content": task.instruction}]
     for step in steps:
         a = step.action
-        call_id = a.call_id or f"call_{step.index}"
+        call_id = a.call_id or f"call{step.index:05d}"
         if a.kind == "invalid" and not a.tool:  # text or nothing where a call was required
             messages.append({"role": "assistant", "content": a.raw or a.text or ""})
             error = step.feedback.error.message if step.feedback.error else "no usable tool call"
@@ -84,14 +84,15 @@ _CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 def call_id_for(model_id: str, index: int, used: set[str]) -> str:
     """The id recorded for step ``index``'s call: the model's own when it is short, plain and new in
-    this conversation, else ``call_<index>`` (small models repeat ids or leave them out; some
-    servers give ids too long for others to take back)."""
+    this conversation, else one of ours, ``call00003`` (small models repeat ids or leave them out;
+    some servers give ids too long for others to take back). Ours are 9 letters and digits, the
+    one shape Mistral's templates take besides every other server's."""
     if model_id and len(model_id) <= MAX_CALL_ID and _CALL_ID.fullmatch(model_id) and model_id not in used:
         return model_id
-    candidate, n = f"call_{index}", 0
+    candidate, n = f"call{index:05d}", 0
     while candidate in used:
         n += 1
-        candidate = f"call_{index}_{n}"
+        candidate = f"c{n:03d}{index:05d}"
     return candidate
 
 
