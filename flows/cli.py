@@ -135,16 +135,29 @@ def serve(
 
 @app.command()
 def status(
+    history: Annotated[
+        bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show the rounds: episodes, success, curation marks and reviews."""
+    """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
     from flows.views import print_status, status_rows
     from review_app.agreement import Overlap
 
     settings, store = _existing_store(config, data_dir, state_url)
+    if history:
+        from flows.planning import history_data
+        from flows.views import print_history
+
+        data = history_data(store)
+        if as_json:
+            out.print_json(json.dumps(data))
+        else:
+            print_history(out, data)
+        return
     rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
@@ -163,9 +176,11 @@ def review(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
+    from flows.planning import refresh_stored_proposal
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
+    refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
     raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
@@ -178,7 +193,9 @@ def export(
             "--format",
             "-f",
             help="openai (chat JSONL), sharegpt (with per-turn loss flags), hf (Parquet for datasets), "
-            "dpo (preference pairs) or rl (task set with group success stats).",
+            "dpo (preference pairs), rl (task set with group success stats), trl (TRL prompt/completion rows "
+            "for tool calling), adp (Agent Data Protocol trajectories) or verl (verl multi-turn RL Parquet, "
+            "tools and interaction YAML, reward module).",
         ),
     ] = "openai",
     verified: Annotated[
@@ -235,27 +252,57 @@ def feedback(
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
+    from flows.planning import refresh_proposal
+    from flows.stages import selected_families
     from flows.views import print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
+    refresh_proposal(store, settings, selected_families(settings))
     print_feedback_import(out, err, result, str(file))
 
 
 @app.command(name="eval")
 def eval_(
-    round_id: Annotated[str | None, typer.Option("--round", help="Round to evaluate (default: the latest).")] = None,
+    split: Annotated[str, typer.Option("--split", help="dev (feeds the planner) or test (reported only).")] = "dev",
+    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Tasks to evaluate, spread over families.")] = 60,
+    families: Annotated[str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")] = None,
+    tag: Annotated[str, typer.Option("--tag", help="Measure again (e.g. a new checkpoint under the same model name).")] = "",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Record a round's own outcomes as feedback (when no trainer results come back)."""
-    from flows.feedback_cmd import eval_round
-    from flows.views import print_feedback_import
+    """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
+    results as feedback; dev results steer the next plan, test results are reported only."""
+    from flows.eval_cmd import plan_eval, run_eval
+    from flows.planning import refresh_proposal
+    from flows.progress import RoundProgress
+    from flows.stages import selected_families
+    from flows.views import print_eval
 
-    _, store = _existing_store(config, data_dir, state_url)
-    result = eval_round(store, round_id)
-    print_feedback_import(out, err, result, round_id or "the latest round")
+    openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
+    round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
+    settings = _settings(config, data_dir, state_url, policy="openai" if model else None,
+                         openai=openai_over or None, round=round_over)
+    from warehouse.store import Store
+
+    store = Store(settings.data_dir, settings.state_url, create=False)
+    fams = selected_families(settings)
+    if settings.policy == "openai":
+        from flows.model_setup import probe
+
+        probe(settings)
+    plan = plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
+    shards = (len(plan.tasks) + 15) // 16
+    with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
+        result = run_eval(store, settings, plan, advance=bar.advance)
+    if split == "dev":
+        refresh_proposal(store, settings, fams)
+    print_eval(out, err, store, plan, result, as_json=as_json)
 
 
 @app.command()
@@ -265,18 +312,16 @@ def plan(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show competence per family and the plan the next round would use."""
-    from flows.planning import current_competence, next_plan
+    """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
+    round would run, each number with its reason; stores the planner's proposal for the release page."""
+    from flows.planning import plan_view, refresh_proposal
     from flows.stages import selected_families
-    from flows.views import plan_data, print_plan
-    from warehouse import state
+    from flows.views import print_plan
 
     settings, store = _existing_store(config, data_dir, state_url)
-    batch, competence = current_competence(store)
-    with store.session() as s:
-        last = state.latest_round(session=s)
-    number = 1 if last is None else last.number + (1 if last.status == "complete" else 0)
-    data = plan_data(batch, competence, next_plan(store, settings, selected_families(settings), number))
+    families = selected_families(settings)
+    data = plan_view(store, settings, families)
+    refresh_proposal(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:
@@ -285,8 +330,16 @@ def plan(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    file: Annotated[Path, typer.Argument(help="The file to import (see --format).", show_default=False)],
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="openai-chat (JSON list or JSONL of conversations), inspect (Inspect AI .eval or "
+                     ".json log), tau2 (τ²-bench results JSON), otel (OTLP JSON GenAI spans) or adp (Agent Data "
+                     "Protocol trajectories)."),
+    ] = "openai-chat",
+    scorer: Annotated[
+        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward (default: the first).")
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -296,7 +349,7 @@ def import_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
+    prepared = prepare_import(file, fmt.strip().lower(), scorer=scorer)  # a file that is not JSON fails here, before anything is written
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
