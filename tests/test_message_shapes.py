@@ -228,3 +228,17 @@ def test_against_a_strict_server_old_shapes_are_refused_per_episode_not_as_an_ou
         failure = rec.outcome.failure
         assert failure.side == "harness" and failure.type == "request_rejected"
         assert failure.detail.startswith("500: ") and "Input should be a valid string" in failure.detail
+
+
+def test_llama_server_script_has_help_and_refuses_bad_input_in_one_line(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "llama-server.sh"
+    ok = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "install" in ok.stdout and "serve" in ok.stdout
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "FLYWHEEL_LLAMA_VENV": str(tmp_path / "none")}
+    for args, code, said in ((["bogus"], 2, "unknown command"), (["serve"], 1, "not installed")):
+        bad = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env)
+        lines = [line for line in bad.stderr.splitlines() if line.strip()]
+        assert bad.returncode == code and len(lines) == 1 and said in lines[0], bad.stderr
