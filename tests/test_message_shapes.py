@@ -137,6 +137,19 @@ def test_refusal_or_outage_by_status_and_body(status, message, error_type, refus
     assert is_refusal(status, message, error_type) is refused
 
 
+def test_a_refusals_message_keeps_what_is_wrong():
+    from generators.models.openai_endpoint import short
+
+    noise = "".join(f"{{'type': 'literal_error', 'loc': ('body', 'messages', 2, 'Msg{i}', 'role'), 'msg': "
+                    f"\"Input should be 'system'\", 'input': 'assistant'}} " for i in range(8))
+    real = ("{'type': 'string_type', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', "
+            "'content'), 'msg': 'Input should be a valid string', 'input': None}")
+    said = short("14 validation errors: " + noise + real)
+    assert said.startswith("14 validation errors: ") and "'content'" in said and "literal_error" not in said
+    assert len(said) <= 300
+    assert short("plain message") == "plain message"
+
+
 def test_refusals_are_not_retried_counted_once_per_message_and_leave_the_breaker_closed():
     def refuse(_):
         raise RequestRejected("500: Input should be a valid string", 500)

@@ -61,9 +61,19 @@ def is_refusal(status: int, message: str, error_type: str = "") -> bool:
     return status == 500 and (error_type == "invalid_request_error" or bool(_VALIDATION.search(message)))
 
 
+def focused(message: str) -> str:
+    """A pydantic error list without its union-branch mismatches ("role should be 'system'", ...):
+    what is left says what is wrong with the message (llama.cpp's server sends the whole list)."""
+    head, *errors = re.split(r"(?=\{'type': ')", message)
+    if len(errors) < 2:
+        return message
+    telling = [e for e in errors if not e.startswith("{'type': 'literal_error'")] or errors
+    return head + " ".join(e.strip() for e in telling)
+
+
 def short(message: str, limit: int = 300) -> str:
     """One line of at most ``limit`` characters (servers may answer with a whole traceback)."""
-    line = " ".join(message.split())
+    line = " ".join(focused(message).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
