@@ -239,6 +239,9 @@ def test_against_a_strict_server_old_shapes_are_refused_per_episode_not_as_an_ou
     for rec in recs:
         assert len(rec.steps) == 1
         failure = rec.outcome.failure
+        if failure is None:  # one write already met the task (e.g. F01's set_timer): a success, nothing to blame
+            assert rec.outcome.success
+            continue
         assert failure.side == "harness" and failure.type == "request_rejected"
         assert failure.detail.startswith("500: ") and "Input should be a valid string" in failure.detail
 
