@@ -6,14 +6,20 @@ local OpenAI-compatible server (in its own process, 100 ms latency) at concurren
 the client's CPU time per call. The engine adds the limits, timeouts, retries and breaker;
 this shows what they cost.
 
+With ``--llama`` it adds rows for llama.cpp's real server with the shipped small model
+(scripts/llama-server.sh install), where the server, not the client, is the bottleneck:
+the same conversation, 16 completion tokens a call, at concurrency 1 and 2.
+
     python bench/bench_engine.py            # the full run
     python bench/bench_engine.py --quick    # a smoke run (tests run it so it cannot rot)
+    python bench/bench_engine.py --llama    # plus the real llama.cpp server
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openai  # noqa: E402
 
-from generators.modelserver import FaultConfig, serve_in_process  # noqa: E402
 from generators.models import ChatRequest, Engine, EngineConfig, OpenAIEndpoint  # noqa: E402
+from generators.modelserver import FaultConfig, serve_in_process  # noqa: E402
+from generators.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing  # noqa: E402
 from generators.phone.families import FAMILIES  # noqa: E402
 from generators.policies.model_planner import conversation, tool_schemas  # noqa: E402
 
@@ -35,31 +42,33 @@ def _request() -> ChatRequest:
     return ChatRequest(messages=conversation(task, []), tools=tool_schemas(task), tool_choice="auto")
 
 
-async def plain_loop(base_url: str, request: ChatRequest, concurrency: int, calls: int) -> None:
+async def plain_loop(base_url: str, request: ChatRequest, concurrency: int, calls: int, model: str = MODEL) -> None:
     """What a careful person writes by hand: a semaphore around the raw client."""
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=30)
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=300)
     gate = asyncio.Semaphore(concurrency)
+    extra = {"max_tokens": request.max_tokens} if request.max_tokens else {}
 
     async def one() -> None:
         async with gate:
-            await client.chat.completions.create(model=MODEL, messages=request.messages, tools=request.tools,
-                                                 tool_choice=request.tool_choice)
+            await client.chat.completions.create(model=model, messages=request.messages, tools=request.tools,
+                                                 tool_choice=request.tool_choice, **extra)
 
     await asyncio.gather(*(one() for _ in range(calls)))
     await client.close()
 
 
-async def engine_loop(base_url: str, request: ChatRequest, concurrency: int, calls: int) -> None:
-    engine = Engine(OpenAIEndpoint(base_url=base_url, api_key="bench", model=MODEL, timeout_s=35),
-                    EngineConfig(concurrency=concurrency, timeout_s=30, retries=4, rpm=10_000_000, tpm=10_000_000_000))
+async def engine_loop(base_url: str, request: ChatRequest, concurrency: int, calls: int, model: str = MODEL) -> None:
+    engine = Engine(OpenAIEndpoint(base_url=base_url, api_key="bench", model=model, timeout_s=305),
+                    EngineConfig(concurrency=concurrency, timeout_s=300, retries=4, rpm=10_000_000, tpm=10_000_000_000))
     await asyncio.gather(*(engine.complete(request) for _ in range(calls)))
     await engine.close()
 
 
-def measure(fn, base_url: str, request: ChatRequest, concurrency: int, calls: int) -> tuple[float, float]:
+def measure(fn, base_url: str, request: ChatRequest, concurrency: int, calls: int,
+            model: str = MODEL) -> tuple[float, float]:
     """(calls per second, CPU milliseconds per call) of one run in a fresh event loop."""
     cpu, wall = time.process_time(), time.perf_counter()
-    asyncio.run(fn(base_url, request, concurrency, calls))
+    asyncio.run(fn(base_url, request, concurrency, calls, model))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return calls / wall, cpu * 1000 / calls
 
@@ -69,6 +78,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--latency-ms", type=float, default=None, help="server latency (default 100, quick 20)")
     parser.add_argument("--levels", default=None, help="comma-separated concurrency levels (default 8,32,128)")
+    parser.add_argument("--llama", action="store_true",
+                        help="add rows for llama.cpp's server with the shipped small model (scripts/llama-server.sh)")
     args = parser.parse_args()
     levels = (8, 32) if args.quick else (8, 32, 128)
     if args.levels:
@@ -95,6 +106,34 @@ def main() -> int:
             print(f"{level:>11} {calls:>6} {plain[0]:>9.1f} {engine[0]:>9.1f} {ratio:>6.2f} "
                   f"{plain[1]:>18.2f} {engine[1]:>19.2f}")
     print(f"worst ratio {worst:.2f} (target >= 0.90)")
+    if args.llama:
+        return llama_rows(request, quick=args.quick)
+    return 0
+
+
+def llama_rows(request: ChatRequest, *, quick: bool) -> int:
+    """The same comparison against llama.cpp's real server, where the model's own time dominates."""
+    venv = Path(os.environ.get("FLYWHEEL_LLAMA_VENV") or default_venv())
+    why = missing(venv)
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 1
+    small = ChatRequest(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice,
+                        max_tokens=16, temperature=0.0)
+    print(f"\nllama.cpp server ({MODEL_ALIAS}, chatml-function-calling), 16 completion tokens a call")
+    print(f"{'concurrency':>11} {'calls':>6} {'plain/s':>9} {'engine/s':>9} {'ratio':>6} "
+          f"{'plain cpu ms/call':>18} {'engine cpu ms/call':>19}")
+    with LlamaServer(venv) as server:
+        asyncio.run(plain_loop(server.base_url, small, 1, 2, MODEL_ALIAS))  # load the model, fill the prompt cache
+        for level in (1, 2):
+            calls = 4 if quick else 12
+            runs = {"plain": [], "engine": []}
+            for _ in range(1 if quick else 2):
+                runs["plain"].append(measure(plain_loop, server.base_url, small, level, calls, MODEL_ALIAS))
+                runs["engine"].append(measure(engine_loop, server.base_url, small, level, calls, MODEL_ALIAS))
+            plain, engine = max(runs["plain"]), max(runs["engine"])
+            print(f"{level:>11} {calls:>6} {plain[0]:>9.2f} {engine[0]:>9.2f} {engine[0] / plain[0]:>6.2f} "
+                  f"{plain[1]:>18.2f} {engine[1]:>19.2f}")
     return 0
 
 

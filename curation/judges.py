@@ -7,9 +7,11 @@ verifier send the episode to people); their agreement with people's decisions is
 reported per round, so a team can see when a judge can be trusted.
 
 Prompt building and reply parsing are pure. A judge is anything with ``name`` and
-``reply(messages) -> str``: :class:`EndpointJudge` talks to an OpenAI-compatible
-endpoint, :class:`ScriptedJudge` replies from a function (tests, dry runs). A bad reply
-is kept with its raw text and a reason; it never fails the batch.
+``reply(messages) -> str``: the round's judges (built in ``flows``) call the model
+through the collection engine, like every other model call, so they share its limits,
+retries and breaker; :class:`ScriptedJudge` replies from a function (tests, dry runs).
+Curation itself holds no model client. A bad reply is kept with its raw text and a
+reason; it never fails the batch.
 """
 
 from __future__ import annotations
@@ -52,21 +54,6 @@ class ScriptedJudge:
 
     def reply(self, messages: list[dict[str, str]]) -> str:
         return self.fn(messages)
-
-
-class EndpointJudge:
-    """A judge behind an OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, a hosted API)."""
-
-    def __init__(self, name: str, *, base_url: str, model: str, api_key: str = "none", timeout: float = 60.0,
-                 temperature: float = 0.0):
-        from openai import OpenAI
-
-        self.name, self.model, self.temperature = name, model, temperature
-        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
-
-    def reply(self, messages: list[dict[str, str]]) -> str:
-        resp = self.client.chat.completions.create(model=self.model, messages=messages, temperature=self.temperature)
-        return resp.choices[0].message.content or ""
 
 
 def judge_prompt(instruction: str, calls: Sequence[tuple[str, str, bool]], final: str) -> list[dict[str, str]]:

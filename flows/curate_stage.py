@@ -6,10 +6,12 @@ from typing import Any
 
 from curation.cascade import CascadeConfig, CascadeInput, run_cascade
 from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
-from curation.judges import EndpointJudge
 from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
+from flows.model_setup import engine_config
+from generators.models import Engine, OpenAIEndpoint
+from generators.models.blocking import BlockingEngine, EngineJudge
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -29,15 +31,25 @@ def cascade_config(settings: Settings | None) -> CascadeConfig:
     )
 
 
-def judges_from(settings: Settings | None) -> list:
-    """k endpoint judges when ``curation.judge_base_url`` is set; none otherwise."""
+def judges_from(settings: Settings | None) -> list[EngineJudge]:
+    """k judges over one engine (the ``[openai]`` limits, retries and breaker) when
+    ``curation.judge_base_url`` is set; none otherwise. :func:`close_judges` when done."""
     if settings is None or not settings.curation.judge_base_url:
         return []
-    c = settings.curation
+    c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    return [EndpointJudge(f"judge-{i + 1}", base_url=c.judge_base_url, model=c.judge_model, api_key=c.judge_api_key,
-                          temperature=0.0 if c.judge_k == 1 else 0.7) for i in range(c.judge_k)]
+    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key,
+                                                          model=c.judge_model, timeout_s=limits.timeout_s + 5),
+                                           engine_config(limits)))
+    return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)
+            for i in range(c.judge_k)]
+
+
+def close_judges(judges: list) -> None:
+    """Stop the engines behind ``judges`` (each once)."""
+    for engine in {id(j.engine): j.engine for j in judges if hasattr(j, "engine")}.values():
+        engine.close()
 
 
 def cascade_input(store: Store, round_id: str, settings: Settings | None = None) -> CascadeInput:
@@ -63,6 +75,10 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None) -> dict[str, Any]:
     """Run the cascade on a round and commit its marks; returns the funnel."""
-    result = run_cascade(cascade_input(store, round_id, settings), cascade_config(settings))
+    inputs = cascade_input(store, round_id, settings)
+    try:
+        result = run_cascade(inputs, cascade_config(settings))
+    finally:
+        close_judges(list(inputs.judges))
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}

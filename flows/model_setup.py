@@ -44,6 +44,21 @@ def model_policy(cfg: OpenAISettings) -> ModelPolicy:
                        max_tokens=cfg.max_tokens)
 
 
+def log_refusals(engine: Engine, who: str) -> None:
+    """One warning in the Prefect log per distinct message the model server refused requests with."""
+    if not engine.stats.rejections:
+        return
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        logger = get_run_logger()
+    except MissingContextError:  # called outside a flow (a test, a script): nothing to log to
+        return
+    for message, n in engine.stats.rejections.most_common():
+        logger.warning("the model server refused %d request(s) of %s (not retried): %s", n, who, message)
+
+
 class StateJournal:
     """The reply journal in the state database (SQLite or PostgreSQL), preloaded for one round."""
 

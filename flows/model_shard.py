@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from flows.model_setup import StateJournal, make_engine, model_policy
+from flows.model_setup import StateJournal, log_refusals, make_engine, model_policy
 from generators.model_collect import run_model_episodes
 from generators.writers.model_writer import word_with_model
 from warehouse.contract import EpisodeRecord, TaskSpec
@@ -25,6 +25,7 @@ def collect_model_shard(store: Store, round_id: str, jobs: list[tuple[TaskSpec, 
             return await run_model_episodes(jobs, policy, engine, journal, round_id=round_id,
                                             batch_id=f"{round_id}-b0", created_at=started)
         finally:
+            log_refusals(engine, "the planner")
             await engine.close()
 
     return asyncio.run(run())
@@ -41,6 +42,7 @@ def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], se
             return list(await asyncio.gather(*(word_with_model(t, engine, journal, rounds=cfg.writer_rounds,
                                                                writer_name=f"openai:{cfg.model}") for t in tasks)))
         finally:
+            log_refusals(engine, "the task writer")
             await engine.close()
 
     return asyncio.run(run())

@@ -7,7 +7,7 @@ killed round rerun finishes with no duplicate and no missing episode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ class RoundSummary:
     tasks_tried: int
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    model_errors: list[dict[str, Any]] = field(default_factory=list)  # refusals and outages, once per message
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -101,4 +102,5 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         tasks_tried=counts["tasks_tried"],
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
+        model_errors=counts.get("model_errors", []),
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})

@@ -173,9 +173,13 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
         "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
+    model_errors = [{"termination": t, "message": m or "", "episodes": n} for t, m, n in con.execute(
+        "SELECT o.termination, json_extract_string(o.failure, '$.detail'), count(*) FROM outcomes o "
+        "WHERE o.termination IN ('request_rejected', 'endpoint_error') GROUP BY 1, 2 ORDER BY 3 DESC").fetchall()]
     with store.session() as s:
         batches = state.batches_of(session=s, round_id=round_id)
     return {
+        "model_errors": model_errors,
         "episodes": episodes,
         "successes": successes,
         "tasks_kept": sum(b.tasks_kept for b in batches),

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from curation.funnel import funnel as curation_funnel
@@ -212,6 +213,10 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     if summary.get("prompt_tokens") or summary.get("completion_tokens"):
         console.print(f"  model tokens: {summary['prompt_tokens']:,} prompt, {summary['completion_tokens']:,} "
                       "completion (cost per round: flywheel status)")
+    for e in summary.get("model_errors") or []:
+        what = ("the model server refused a request (not retried)" if e["termination"] == "request_rejected"
+                else "the model endpoint kept failing")
+        console.print(f"  [yellow]{e['episodes']} episode(s) ended because {what}[/]: {escape(e['message'])}")
     console.print(f"Data: {settings.data_dir.resolve()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")

@@ -51,9 +51,10 @@ def run_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, 
 
 def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], *, policy_name: str, model: str,
                  policy_version: str, rollout: int, round_id: str, batch_id: str, created_at: datetime,
-                 termination: str | None = None) -> EpisodeRecord:
+                 termination: str | None = None, failure_detail: str = "") -> EpisodeRecord:
     """The episode, its steps and its outcome once the episode is over (``termination``
-    overrides the environment's, e.g. when the model endpoint gave up)."""
+    overrides the environment's, e.g. when the model endpoint gave up; ``failure_detail``
+    says why in words, e.g. the server's message)."""
     eid = episode_id(task.task_id, policy_name, rollout)
     results, success, progress, mines = env.evaluate()
     termination = termination or env.termination or "harness_error"
@@ -70,6 +71,8 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
         efficiency=round(min(1.0, task.optimal_steps / len(steps)), 6) if steps else 0.0,
         failure=attribute_failure(task, family.reference_actions(task), steps, results, mines, termination, success),
     )
+    if failure_detail and outcome.failure is not None:
+        outcome.failure.detail = failure_detail
     episode = Episode(
         episode_id=eid, task_id=task.task_id, family=task.family, template=task.template, split=task.split,
         instruction=task.instruction, policy=policy_name, model=model, rollout=rollout,

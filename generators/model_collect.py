@@ -12,40 +12,20 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
 
 from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec, ToolError
 from warehouse.ids import episode_id
 
 from generators.collect import build_record
-from generators.models.endpoint import ChatReply, ChatRequest, RequestRejected, TransientFailure
+from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
+from generators.models.journal import MemoryJournal, ReplyJournal
 from generators.phone.env import PhoneEnv
 from generators.phone.families import get_family
-from generators.policies.model_planner import conversation, parse_reply, request_headers, tool_schemas
+from generators.policies.model_planner import conversation, parse_reply, request_headers, tool_schemas, with_call_id
 
+__all__ = ["MemoryJournal", "ModelPolicy", "ReplyJournal", "run_model_episode", "run_model_episodes"]
 POLICY_VERSION = "0.1"
-
-
-class ReplyJournal(Protocol):
-    """Append-only store of model replies, keyed by (episode id, step index)."""
-
-    def replies(self, episode_id: str) -> dict[int, dict[str, Any]]: ...
-
-    def append(self, episode_id: str, index: int, reply: dict[str, Any]) -> None: ...
-
-
-class MemoryJournal:
-    """A journal in memory (tests, benchmarks)."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, dict[int, dict[str, Any]]] = {}
-
-    def replies(self, episode_id: str) -> dict[int, dict[str, Any]]:
-        return dict(self.entries.get(episode_id, {}))
-
-    def append(self, episode_id: str, index: int, reply: dict[str, Any]) -> None:
-        self.entries.setdefault(episode_id, {})[index] = reply
 
 
 @dataclass(frozen=True)
@@ -75,21 +55,21 @@ async def run_model_episode(task: TaskSpec, policy: ModelPolicy, engine: Engine,
     headers = request_headers(task, eid, rollout)
     journaled = journal.replies(eid)
     steps: list[Step] = []
-    invalid_run, done, termination = 0, False, None
+    invalid_run, done, termination, detail = 0, False, None, ""
     while not done:
         index = len(steps)
-        if index in journaled:
-            reply = ChatReply.from_dict(journaled[index])
-        else:
-            request = ChatRequest(messages=conversation(task, steps), tools=tools, tool_choice="auto",
-                                  max_tokens=policy.max_tokens, headers=headers)
-            try:
-                reply = await engine.complete(request)
-            except (TransientFailure, RequestRejected):
-                termination = "endpoint_error"
-                break
-            journal.append(eid, index, reply.to_dict())
-        parsed = parse_reply(reply.content, reply.tool_calls, allowed, reply.reasoning)
+        request = ChatRequest(messages=conversation(task, steps), tools=tools, tool_choice="auto",
+                              max_tokens=policy.max_tokens, headers=headers)
+        try:
+            reply = await engine.journaled(journal, eid, index, request, known=journaled)
+        except RequestRejected as exc:  # this conversation cannot go on; the endpoint itself is fine
+            termination, detail = "request_rejected", str(exc)  # the server's own message, as it said it
+            break
+        except TransientFailure as exc:
+            termination, detail = "endpoint_error", f"gave up after retries: {exc.kind}: {exc}"
+            break
+        parsed = with_call_id(parse_reply(reply.content, reply.tool_calls, allowed, reply.reasoning), index,
+                              {s.action.call_id for s in steps if s.action.call_id})
         feedback, verification, done = env.step(parsed.action)
         if parsed.reason:
             invalid_run += 1
@@ -108,7 +88,7 @@ async def run_model_episode(task: TaskSpec, policy: ModelPolicy, engine: Engine,
             break
     return build_record(task, family, env, steps, policy_name=policy.name, model=policy.model,
                         policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,
-                        created_at=created_at, termination=termination)
+                        created_at=created_at, termination=termination, failure_detail=detail)
 
 
 async def run_model_episodes(jobs: list[tuple[TaskSpec, int]], policy: ModelPolicy, engine: Engine,

@@ -1,5 +1,5 @@
-"""Model judges: pure prompt/parse/vote logic with scripted judges, and the endpoint judge
-against a local OpenAI-compatible server of our own."""
+"""Model judges: pure prompt/parse/vote logic with scripted judges, and judges that call the
+model through the collection engine against a local OpenAI-compatible server of our own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pandas as pd
 import pytest
 
-from curation.judges import EndpointJudge, ScriptedJudge, agreement_with_people, judge_marks, majority, parse_verdict
+from curation.judges import ScriptedJudge, agreement_with_people, judge_marks, majority, parse_verdict
+from generators.models import Engine, EngineConfig, OpenAIEndpoint
+from generators.models.blocking import BlockingEngine, EngineJudge
 
 GOOD = json.dumps({"goal_met": True, "no_harm": True, "efficient": True, "well_explained": True, "why": "fine"})
 SLOPPY = json.dumps({"goal_met": True, "no_harm": True, "efficient": False, "well_explained": True, "why": "detour"})
@@ -72,6 +74,11 @@ def local_endpoint():
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append(body)
+            if "Down" in body["messages"][1]["content"]:
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             text = SLOPPY if "Call Bo" in body["messages"][1]["content"] else GOOD
             payload = json.dumps({
                 "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
@@ -93,14 +100,42 @@ def local_endpoint():
     server.shutdown()
 
 
-def test_endpoint_judge_against_a_local_openai_compatible_server(local_endpoint):
+def _engine(url: str, **cfg) -> BlockingEngine:
+    return BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=url, api_key="none", model="judge-model"),
+                                         EngineConfig(**{"backoff_s": 0.001, "backoff_max_s": 0.01, **cfg})))
+
+
+def test_engine_judges_against_a_local_openai_compatible_server(local_endpoint):
     url, requests = local_endpoint
     eps, steps = _frames()
-    judges = [EndpointJudge(f"j{i}", base_url=url, model="judge-model") for i in range(3)]
-    marks = judge_marks(eps, steps, judges).set_index("episode_id")
-    assert marks.loc["e1", "mark"] == "judge_pass"
-    assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
-    assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+    engine = _engine(url)
+    try:
+        judges = [EngineJudge(f"j{i}", engine) for i in range(3)]
+        marks = judge_marks(eps, steps, judges).set_index("episode_id")
+        assert marks.loc["e1", "mark"] == "judge_pass"
+        assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
+        assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+        assert engine.engine.stats.calls == 6  # the judges' calls are the engine's: one place for limits and costs
+    finally:
+        engine.close()
+
+
+def test_judges_share_the_engines_retries_and_breaker(local_endpoint):
+    url, requests = local_endpoint
+    eps = pd.DataFrame({"episode_id": [f"e{i}" for i in range(5)], "round_id": "r1",
+                        "instruction": [f"Down {i}" for i in range(5)]})
+    steps = pd.DataFrame({"episode_id": [f"e{i}" for i in range(5)], "action_kind": "finish", "action_tool": "finish",
+                          "action_arguments": '{"status":"completed"}', "feedback_ok": True})
+    engine = _engine(url, retries=1, breaker_failures=4)
+    try:
+        marks = judge_marks(eps, steps, [EngineJudge(f"j{i}", engine) for i in range(3)])
+    finally:
+        engine.close()
+    assert set(marks["mark"]) == {"judge_error"}
+    # retried once each, then the breaker opened: the other 13 votes failed without a request
+    assert len(requests) == 4
+    whys = [v["why"] for d in marks["detail"] for v in json.loads(d)["votes"]]
+    assert sum("model endpoint is down" in w for w in whys) == 13
 
 
 def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_endpoint, tmp_path):

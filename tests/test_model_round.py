@@ -17,6 +17,7 @@ from warehouse.store import Store
 pytestmark = pytest.mark.slow
 MODEL = "flywheel-test"
 TERMINATIONS = {"finished", "budget_exhausted", "invalid_replies", "endpoint_error", "harness_error"}
+REFUSED = "Input should be a valid string"  # what the test server's llama.cpp-like refusal says
 
 
 def _model_args(server, *extra: str) -> list[str]:
@@ -145,6 +146,36 @@ def test_endpoint_down_stops_the_round_in_one_line_and_a_rerun_finishes(tmp_path
         rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert "Resumed and finished round r0001: 10 episodes" in rerun.stdout
+
+
+def _prefect_warnings(prefect_url: str) -> list[str]:
+    import httpx
+
+    resp = httpx.post(f"{prefect_url}/logs/filter", json={"logs": {"level": {"ge_": 30}}, "limit": 200}, timeout=10)
+    resp.raise_for_status()
+    return [row["message"] for row in resp.json()]
+
+
+def test_refused_requests_end_their_episodes_once_each_and_the_round_goes_on(tmp_path, prefect_server):
+    # a fifth of the requests refused like llama.cpp refuses a bad message; a breaker of 3 would open at
+    # once if refusals counted as outages
+    faults = FaultConfig(rate=0.2, kinds={"refuse": 1.0}, seed=3)
+    env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__BREAKER_FAILURES="3")
+    with serve_in_thread(faults) as server:
+        run = flywheel(*_model_args(server, "--episodes", "20"), env=env, cwd=tmp_path)
+        refused = server.stats()["faults"]["refuse"]
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr and not run.stderr.strip()
+    con = Store(tmp_path / "flywheel-data").duck()
+    rows = con.execute("SELECT termination, json_extract_string(failure, '$.detail') FROM outcomes").fetchall()
+    rejected = [detail for term, detail in rows if term == "request_rejected"]
+    assert len(rows) == 20 and len(rejected) == refused > 0  # each refusal ends one episode; none retried
+    assert all(d.startswith("500: ") and REFUSED in d for d in rejected)
+    assert not any(term == "endpoint_error" for term, _ in rows)
+    said = [line for line in run.stdout.splitlines() if "refused a request" in line]
+    assert len(said) == 1 and f"{refused} episode(s)" in said[0] and REFUSED in said[0], run.stdout
+    logged = [m for m in _prefect_warnings(prefect_server) if "refused" in m and REFUSED in m]
+    assert logged and sum(int(m.split("refused ")[1].split(" ")[0]) for m in logged) == refused
 
 
 @pytest.mark.parametrize("case", ["wrong_url", "refused_key", "unknown_model", "placeholder_key"])

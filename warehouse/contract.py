@@ -26,6 +26,7 @@ Termination = Literal[
     "budget_exhausted",  # step budget used up
     "invalid_replies",  # too many unusable model replies in a row
     "endpoint_error",  # the model endpoint failed for good
+    "request_rejected",  # the endpoint refused a request of this episode (a 4xx, a validation error)
     "harness_error",  # the environment itself failed
     "external",  # an imported conversation that ended without a finish: how it ended is the source's to say
 ]
@@ -161,6 +162,7 @@ class FailureAttribution(_Record):
     side: Literal["model", "harness"] = "model"
     type: str  # wrong_argument, skipped_step, early_finish, loop, minefield, ...
     step: int | None = None
+    detail: str = ""  # e.g. the model server's own message when it refused a request
 
 
 class Outcome(_Record):

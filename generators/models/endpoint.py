@@ -63,7 +63,12 @@ class TransientFailure(Exception):
 
 
 class RequestRejected(Exception):
-    """The endpoint refused this one request (400: too long, bad schema); other requests may pass."""
+    """The endpoint refused this one request (a 4xx, or a 500 whose body is a validation error: too
+    long, a message shape it does not take); other requests may pass, and sending it again will not."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class EndpointRefused(EndpointError):

@@ -5,7 +5,9 @@ Every model call of a round goes through one ``Engine``. It holds at most
 gives each attempt a timeout, retries 429 / 5xx / timeouts / dropped connections with
 exponential backoff and jitter (a Retry-After from the server wins), and opens a
 circuit when the endpoint keeps failing: every waiting call then raises EndpointDown
-so the round stops cleanly instead of spinning.
+so the round stops cleanly instead of spinning. A request the endpoint refuses
+(RequestRejected: a 4xx, a validation error) is no outage: it is not retried, leaves
+the breaker as it was, and is counted by its message so a round reports it once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, TransientFailure
+from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, RequestRejected, TransientFailure
+from generators.models.journal import ReplyJournal
 from generators.models.limits import CircuitBreaker, RateLimiter
 
 
@@ -38,6 +41,7 @@ class EngineStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: Counter = field(default_factory=Counter)  # kind -> failed attempts
+    rejections: Counter = field(default_factory=Counter)  # the server's message -> requests it refused
 
 
 class Engine:
@@ -84,6 +88,9 @@ class Engine:
                     self.stats.attempts += 1
                     async with asyncio.timeout(self.config.timeout_s):
                         reply = await self.endpoint.complete(request)
+            except RequestRejected as exc:  # sending it again would not help; the endpoint is fine
+                self.stats.rejections[str(exc)] += 1
+                raise
             except TransientFailure as exc:
                 failure = exc
             except TimeoutError:
@@ -101,6 +108,19 @@ class Engine:
             if attempt > self.config.retries:
                 raise failure
             await asyncio.sleep(self.backoff(attempt, failure.retry_after))
+
+    async def journaled(self, journal: ReplyJournal, key: str, index: int, request: ChatRequest,
+                        known: dict[int, dict] | None = None) -> ChatReply:
+        """The reply at ``index`` of conversation ``key``: the journaled one when there is one (no call),
+        else a new call through :meth:`complete`, journaled before it is returned. The entry point for
+        every caller whose work must survive a crash (planner, task writer, simulated user); pass
+        ``known`` (``journal.replies(key)``, read once) to avoid re-reading the journal per step."""
+        entry = (known if known is not None else journal.replies(key)).get(index)
+        if entry is not None:
+            return ChatReply.from_dict(entry)
+        reply = await self.complete(request)
+        journal.append(key, index, reply.to_dict())
+        return reply
 
     async def close(self) -> None:
         await self.endpoint.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -35,6 +36,45 @@ def _message_of(exc: openai.APIError) -> str:
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
     return str(exc).splitlines()[0]
+
+
+# How servers say "your request is malformed" when they answer 500 (llama-cpp-python's server
+# wraps pydantic's validation errors in a 500): pydantic's own wording, or an error typed as the
+# client's fault.
+_VALIDATION = re.compile(r"validation error|'loc':\s*\(|\"loc\":\s*\[|Input should be|Field required|"
+                         r"Extra inputs are not permitted", re.I)
+
+
+def _error_type(exc: openai.APIStatusError) -> str:
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return str(inner.get("type") or "") if isinstance(inner, dict) else ""
+
+
+def is_refusal(status: int, message: str, error_type: str = "") -> bool:
+    """Whether an error status means "this request will never pass" rather than "try again":
+    a 4xx other than 408/409/429, or a 500 whose body is a validation error."""
+    if status in (408, 409, 429):
+        return False
+    if 400 <= status < 500:
+        return True
+    return status == 500 and (error_type == "invalid_request_error" or bool(_VALIDATION.search(message)))
+
+
+def focused(message: str) -> str:
+    """A pydantic error list without its union-branch mismatches ("role should be 'system'", ...):
+    what is left says what is wrong with the message (llama.cpp's server sends the whole list)."""
+    head, *errors = re.split(r"(?=\{'type': ')", message)
+    if len(errors) < 2:
+        return message
+    telling = [e for e in errors if not e.startswith("{'type': 'literal_error'")] or errors
+    return head + " ".join(e.strip() for e in telling)
+
+
+def short(message: str, limit: int = 300) -> str:
+    """One line of at most ``limit`` characters (servers may answer with a whole traceback)."""
+    line = " ".join(focused(message).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 class OpenAIEndpoint:
@@ -71,9 +111,10 @@ class OpenAIEndpoint:
         except openai.NotFoundError as exc:
             raise EndpointRefused(f"{self.base_url}: model {self.model!r} not found: {_message_of(exc)}") from exc
         except openai.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise TransientFailure(str(exc.status_code), _message_of(exc), _retry_after(exc)) from exc
-            raise RequestRejected(f"{exc.status_code}: {_message_of(exc)}") from exc
+            message = _message_of(exc)
+            if is_refusal(exc.status_code, message, _error_type(exc)):
+                raise RequestRejected(f"{exc.status_code}: {short(message)}", exc.status_code) from exc
+            raise TransientFailure(str(exc.status_code), short(message), _retry_after(exc)) from exc
         latency_ms = (time.perf_counter() - start) * 1000
         return reply_from_completion(completion, latency_ms)
 

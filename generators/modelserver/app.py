@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from generators.modelserver.brain import estimate_tokens, next_action, parse_task_header, position, writer_reply
 from generators.modelserver.faults import FaultConfig, pick_fault
+from generators.modelserver.strict import message_errors, refusal_body
 
 EPISODE_HEADER = "x-flywheel-episode"
 TASK_HEADER = "x-flywheel-task"
@@ -88,6 +89,9 @@ def build_app(state: ServerState) -> Starlette:
         state.requests += 1
         state.per_episode[episode] += 1
         cfg = state.faults
+        if cfg.strict and (errors := message_errors(messages)):
+            state.faults_injected["refused"] += 1
+            return JSONResponse(refusal_body(errors), status_code=500)
         fault = pick_fault(cfg, episode, state.per_episode[episode])
         if fault:
             state.faults_injected[fault] += 1
@@ -98,6 +102,10 @@ def build_app(state: ServerState) -> Starlette:
         if fault == "429":
             return _error(429, "Rate limit reached.", "rate_limit_error", "rate_limit_exceeded",
                           headers={"retry-after": f"{cfg.retry_after_s:g}"})
+        if fault == "refuse":
+            return JSONResponse(refusal_body([{"type": "string_type", "loc": ("body", "messages", 0, "content"),
+                                               "msg": "Input should be a valid string", "input": None}]),
+                                status_code=500)
         if fault == "500":
             return _error(500, "The server had an error while processing your request.", "server_error")
         if fault == "timeout":

@@ -11,13 +11,19 @@ from warehouse.ids import digest
 # transport faults (the reply never reaches the policy) and content faults (a bad reply)
 TRANSPORT = ("429", "500", "timeout")
 CONTENT = ("malformed", "unknown_tool", "text", "empty")
-KINDS = TRANSPORT + CONTENT
+KINDS = TRANSPORT + CONTENT  # the default mix
+# "refuse": a 500 whose body is a validation error, as llama.cpp's server answers a request it will
+# never take; only when asked for by name
+REFUSALS = ("refuse",)
+ALL_KINDS = KINDS + REFUSALS
 
 
 @dataclass
 class FaultConfig:
     """Fault injection for the test server. ``rate`` is the chance a request is faulty;
-    ``kinds`` weighs which fault it gets. ``down`` makes every request fail with 503."""
+    ``kinds`` weighs which fault it gets. ``down`` makes every request fail with 503. ``strict``
+    refuses requests the way llama.cpp's server does (a 500 with a validation error) when their
+    messages break a rule a common server keeps (see :mod:`generators.modelserver.strict`)."""
 
     latency_ms: float = 0.0
     rate: float = 0.0
@@ -25,6 +31,7 @@ class FaultConfig:
     retry_after_s: float = 0.05
     timeout_s: float = 5.0  # how long a "timeout" request hangs before answering
     down: bool = False
+    strict: bool = False
     seed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -37,9 +44,9 @@ class FaultConfig:
         if unknown:
             raise ValueError(f"unknown fault setting(s): {unknown}")
         cfg = cls(**known)
-        bad = sorted(set(cfg.kinds) - set(KINDS))
+        bad = sorted(set(cfg.kinds) - set(ALL_KINDS))
         if bad:
-            raise ValueError(f"unknown fault kind(s): {bad}; known: {list(KINDS)}")
+            raise ValueError(f"unknown fault kind(s): {bad}; known: {list(ALL_KINDS)}")
         return cfg
 
 

@@ -31,7 +31,7 @@ def attribute_failure(task: TaskSpec, reference: list[Action], steps: list[Step]
     for s in steps:
         if s.feedback.error is not None and s.feedback.error.code in HARNESS_CODES:
             return FailureAttribution(side="harness", type="tool_fault", step=s.index)
-    if termination in ("harness_error", "endpoint_error"):
+    if termination in ("harness_error", "endpoint_error", "request_rejected"):
         return FailureAttribution(side="harness", type=termination, step=None)
     if minefields:
         first = next((s.index for s in steps if s.verification.minefields), None)

@@ -9,7 +9,8 @@ required, nothing at all) becomes an ``invalid`` action with the raw text and th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 from warehouse.contract import Action, Step, TaskSpec
@@ -52,23 +53,55 @@ def _tool_content(step: Step) -> str:
 
 
 def conversation(task: TaskSpec, steps: list[Step]) -> list[dict[str, Any]]:
-    """The messages to send after ``steps``: system, the instruction, then each reply and its result."""
+    """The messages to send after ``steps``: system, the instruction, then each reply and its result.
+
+    Shaped so every common server takes them (llama.cpp's, vLLM, Ollama, hosted APIs): an
+    assistant turn with a tool call carries its text as a string, "" when there is none
+    (llama.cpp's server refuses a null content); a tool result carries ``tool_call_id``
+    and the tool's ``name``; call ids are the short ones :func:`call_id_for` gave.
+    """
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                       {"role": "user", "content": task.instruction}]
     for step in steps:
         a = step.action
-        call_id = a.call_id or f"call_{step.index}"
+        call_id = a.call_id or f"call{step.index:05d}"
         if a.kind == "invalid" and not a.tool:  # text or nothing where a call was required
             messages.append({"role": "assistant", "content": a.raw or a.text or ""})
             error = step.feedback.error.message if step.feedback.error else "no usable tool call"
             messages.append({"role": "user", "content": f"[harness] {error}. Reply with exactly one tool call."})
             continue
         arguments = a.raw if a.kind == "invalid" else json.dumps(a.arguments, ensure_ascii=False)
-        messages.append({"role": "assistant", "content": a.text or None,
+        messages.append({"role": "assistant", "content": a.text or "",
                          "tool_calls": [{"id": call_id, "type": "function",
                                          "function": {"name": a.tool, "arguments": arguments}}]})
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": _tool_content(step)})
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": a.tool, "content": _tool_content(step)})
     return messages
+
+
+MAX_CALL_ID = 40  # OpenAI's own limit on a tool call id; other servers take at least as much
+_CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def call_id_for(model_id: str, index: int, used: set[str]) -> str:
+    """The id recorded for step ``index``'s call: the model's own when it is short, plain and new in
+    this conversation, else one of ours, ``call00003`` (small models repeat ids or leave them out;
+    some servers give ids too long for others to take back). Ours are 9 letters and digits, the
+    one shape Mistral's templates take besides every other server's."""
+    if model_id and len(model_id) <= MAX_CALL_ID and _CALL_ID.fullmatch(model_id) and model_id not in used:
+        return model_id
+    candidate, n = f"call{index:05d}", 0
+    while candidate in used:
+        n += 1
+        candidate = f"c{n:03d}{index:05d}"
+    return candidate
+
+
+def with_call_id(parsed: ParsedReply, index: int, used: set[str]) -> ParsedReply:
+    """``parsed`` with the id :func:`call_id_for` gives (actions that name no tool keep none)."""
+    if not parsed.action.tool:
+        return parsed
+    action = parsed.action.model_copy(update={"call_id": call_id_for(parsed.action.call_id, index, used)})
+    return replace(parsed, action=action)
 
 
 def parse_reply(content: str | None, tool_calls: list[Any], allowed: set[str], reasoning: str = "") -> ParsedReply:

@@ -15,7 +15,7 @@ from typing import Any
 
 from warehouse.contract import TaskSpec
 
-from generators.models.endpoint import ChatRequest, ChatReply, RequestRejected, TransientFailure
+from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
 
 SYSTEM = (
@@ -110,14 +110,11 @@ async def word_with_model(task: TaskSpec, engine: Engine, journal: Any, *, round
     journaled = journal.replies(key)
     messages = writer_messages(task, task.instruction)
     for attempt in range(rounds):
-        if attempt in journaled:
-            reply = ChatReply.from_dict(journaled[attempt])
-        else:
-            try:
-                reply = await engine.complete(ChatRequest(messages=list(messages), temperature=0.9))
-            except (TransientFailure, RequestRejected):
-                return task
-            journal.append(key, attempt, reply.to_dict())
+        try:
+            reply = await engine.journaled(journal, key, attempt, ChatRequest(messages=list(messages), temperature=0.9),
+                                           known=journaled)
+        except (TransientFailure, RequestRejected):  # the engine counted it; the template wording stands
+            return task
         instruction, why = check_instruction(reply.content, task, task.instruction)
         if instruction:
             return task.model_copy(update={"instruction": instruction, "writer": writer_name})
