@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.writers.wordings_services import WORDINGS as SERVICE_WORDINGS
 from generators.writers.wordings_tool_use import WORDINGS as TOOL_USE_WORDINGS
 
 
@@ -55,6 +56,7 @@ WORDINGS: dict[str, dict[str, str]] = {
 
 
 WORDINGS.update(TOOL_USE_WORDINGS)
+WORDINGS.update(SERVICE_WORDINGS)
 
 
 def change_phrase(change: dict[str, Any]) -> str:

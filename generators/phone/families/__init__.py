@@ -9,9 +9,10 @@ from generators.phone.families.f03_device_order import DeviceOrder
 from generators.phone.families.f04_recover import RecoverPrerequisite
 from generators.phone.families.f05_ask_or_decline import AskOrDecline
 from generators.phone.families.f06_carry_over import CarryOver
+from generators.phone.families.f07_memory_act import MemoryAct
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
-                                                  AskOrDecline(), CarryOver())}
+                                                  AskOrDecline(), CarryOver(), MemoryAct())}
 
 
 class UnknownFamilyError(KeyError):
