@@ -10,9 +10,11 @@ from generators.phone.families.f04_recover import RecoverPrerequisite
 from generators.phone.families.f05_ask_or_decline import AskOrDecline
 from generators.phone.families.f06_carry_over import CarryOver
 from generators.phone.families.f07_memory_act import MemoryAct
+from generators.phone.families.f08_memory_update import MemoryUpdate
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
-                                                  AskOrDecline(), CarryOver(), MemoryAct())}
+                                                  AskOrDecline(), CarryOver(), MemoryAct(),
+                                                  MemoryUpdate())}
 
 
 class UnknownFamilyError(KeyError):
