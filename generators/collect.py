@@ -73,10 +73,26 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
     episode = Episode(
         episode_id=eid, task_id=task.task_id, family=task.family, template=task.template, split=task.split,
         instruction=task.instruction, policy=policy_name, model=model, rollout=rollout,
+        scenario_id=task.scenario_id, session=task.session,
         round_id=round_id, batch_id=batch_id, generator_version=task.generator_version, env_version=ENV_VERSION,
         policy_version=policy_version, created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
+
+
+def later_sessions(tasks: list[TaskSpec]) -> dict[str, list[TaskSpec]]:
+    """Per scenario id, its sessions after the first, in order (from a round's task list)."""
+    out: dict[str, list[TaskSpec]] = {}
+    for t in sorted((t for t in tasks if t.scenario_id and t.session > 1), key=lambda t: t.session):
+        out.setdefault(t.scenario_id, []).append(t)
+    return out
+
+
+def run_scenario(first: TaskSpec, later: list[TaskSpec], policy: Policy, *, rollout: int, round_id: str,
+                 batch_id: str, created_at: datetime) -> list[EpisodeRecord]:
+    """Every session of a scenario, in order, by the same policy and rollout (one record per session)."""
+    return [run_episode(t, policy, rollout=rollout, round_id=round_id, batch_id=batch_id, created_at=created_at)
+            for t in [first, *later]]
 
 
 def replay_final_hash(task: TaskSpec, actions: list[Action]) -> str:

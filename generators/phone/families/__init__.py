@@ -11,10 +11,12 @@ from generators.phone.families.f05_ask_or_decline import AskOrDecline
 from generators.phone.families.f06_carry_over import CarryOver
 from generators.phone.families.f07_memory_act import MemoryAct
 from generators.phone.families.f08_memory_update import MemoryUpdate
+from generators.phone.families.f09_remember_later import RememberLater
+from generators.phone.families.f10_skill_use import SkillUse
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
                                                   AskOrDecline(), CarryOver(), MemoryAct(),
-                                                  MemoryUpdate())}
+                                                  MemoryUpdate(), RememberLater(), SkillUse())}
 
 
 class UnknownFamilyError(KeyError):

@@ -41,6 +41,21 @@ CURATED: dict[str, dict[str, Any]] = {
                       "item"],
         "postconditions": ["one cash transaction per item"],
     },
+    "trip_packing": {
+        "description": "Make a packing list for a trip from the forecast and the trip's length.",
+        "gated_tools": [],
+        "preconditions": ["the trip is booked"],
+        "procedure": ["read the trip with trips_list", "check weather_forecast for each day", "create a note "
+                      "'Packing list' with one line per item"],
+        "postconditions": ["a packing-list note exists"],
+    },
+    "contact_cleanup": {
+        "description": "Merge duplicate contacts and fill in missing fields.",
+        "gated_tools": [],
+        "preconditions": ["the contacts permission is granted"],
+        "procedure": ["list contacts", "for each pair with the same name and number, keep the newer one"],
+        "postconditions": ["no two contacts share a name and a number"],
+    },
     "focus_mode": {
         "description": "Quiet the phone for focused work: do-not-disturb on, media volume down.",
         "gated_tools": [],
@@ -131,7 +146,7 @@ def run_macro(world: World, row: dict[str, Any], arguments: dict[str, Any]) -> l
     return trace
 
 
-@tool("run_skill", APP, "meta", "Run a runnable skill (a macro) with its arguments; returns the sub-trace.",
+@tool("run_skill", APP, "write", "Run a runnable skill (a macro) with its arguments; returns the sub-trace.",
       params(["name"], name={"type": "string"}, arguments={"type": "object"}))
 def run_skill(world: World, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     row = _row(world, name)
