@@ -63,4 +63,22 @@ WORDINGS: dict[str, dict[str, str]] = {
         "focus_macro.casual": "I need to concentrate. Focus mode please, media volume {level}.",
         "focus_macro.terse": "Focus mode, media {level}",
     },
+    "F11": {
+        "author_greeting.direct": "Save a skill named {skill} with parameters contact_id and name that texts "
+                                  "\"Happy birthday, <name>! Have a great day.\" to the contact; then use it for "
+                                  "{names}, in that order.",
+        "author_greeting.casual": "Make me a reusable {skill} skill (parameters contact_id, name) that sends "
+                                  "\"Happy birthday, <name>! Have a great day.\", and run it for {names} (that order).",
+        "author_greeting.terse": "New skill {skill}(contact_id, name): SMS \"Happy birthday, <name>! Have a great "
+                                 "day.\"; run for {names} in order",
+        "author_expense.direct": "Save a skill named {skill} with one parameter, amount, that records a cash expense "
+                                 "of that amount in dining with the note coffee; then log my coffees of {amounts}, "
+                                 "in that order.",
+        "author_expense.casual": "I keep buying coffee with cash. Make a {skill} skill (parameter: amount; dining, "
+                                 "note coffee) and log today's {amounts} with it, in that order.",
+        "author_expense.terse": "Skill {skill}(amount): cash expense, dining, note coffee. Run for {amounts} in order",
+        "reuse_todos.direct": "Add these to-dos, in this order, using the quick_todo skill: {chores}.",
+        "reuse_todos.casual": "Can you put these on my to-do list with the quick to-do skill? In order: {chores}",
+        "reuse_todos.terse": "quick_todo x each, in order: {chores}",
+    },
 }

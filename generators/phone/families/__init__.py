@@ -13,10 +13,12 @@ from generators.phone.families.f07_memory_act import MemoryAct
 from generators.phone.families.f08_memory_update import MemoryUpdate
 from generators.phone.families.f09_remember_later import RememberLater
 from generators.phone.families.f10_skill_use import SkillUse
+from generators.phone.families.f11_skill_author import SkillAuthor
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
                                                   AskOrDecline(), CarryOver(), MemoryAct(),
-                                                  MemoryUpdate(), RememberLater(), SkillUse())}
+                                                  MemoryUpdate(), RememberLater(), SkillUse(),
+                                                  SkillAuthor())}
 
 
 class UnknownFamilyError(KeyError):

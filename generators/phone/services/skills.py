@@ -56,6 +56,15 @@ CURATED: dict[str, dict[str, Any]] = {
         "procedure": ["list contacts", "for each pair with the same name and number, keep the newer one"],
         "postconditions": ["no two contacts share a name and a number"],
     },
+    "quick_todo": {
+        "description": "Add one to-do with a title; run it once per item.",
+        "gated_tools": [],
+        "preconditions": [],
+        "procedure": ["run_skill quick_todo with the task, once per item, in the order given"],
+        "postconditions": ["one to-do per item"],
+        "macro": [{"tool": "todos_create", "arguments": {"title": "{task}"}}],
+        "parameters": ["task"],
+    },
     "focus_mode": {
         "description": "Quiet the phone for focused work: do-not-disturb on, media volume down.",
         "gated_tools": [],
