@@ -66,18 +66,19 @@ def _skill_gating(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]
 
 
 def _handoff(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
-    """A session of the agent was started with exactly these inputs (normalised) and then run successfully;
+    """A session of the agent was started with these inputs (normalised; the ones named) and then run (to
+    success, or to failure with ``run_ok: false``);
     with ``after``, only once that tool had succeeded (its prerequisite)."""
     want, prereq = p["inputs"], p.get("after")
     for c in calls:
         if c["tool"] != "start_subagent" or not c["ok"] or c["arguments"].get("agent") != p["agent"]:
             continue
         got = c["arguments"].get("inputs", {})
-        if set(got) != set(want) or not fields_match(want, got, "normalised", p.get("field_match", {})):
+        if not isinstance(got, dict) or not fields_match(want, got, "normalised", p.get("field_match", {})):
             continue
         sid = (c.get("result") or {}).get("session_id")
         ran = next((r for r in calls if r["tool"] == "run_subagent" and r["arguments"].get("session_id") == sid
-                    and r["ok"] == p.get("run_ok", True)), None)
+                    and r["index"] > c["index"] and r["ok"] == p.get("run_ok", True)), None)
         if ran is None:
             return False, f"session {sid} was started with the right inputs but never run"
         if prereq and not any(x["ok"] and x["tool"] == prereq and x["index"] < c["index"] for x in calls):

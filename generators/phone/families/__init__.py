@@ -14,11 +14,12 @@ from generators.phone.families.f08_memory_update import MemoryUpdate
 from generators.phone.families.f09_remember_later import RememberLater
 from generators.phone.families.f10_skill_use import SkillUse
 from generators.phone.families.f11_skill_author import SkillAuthor
+from generators.phone.families.f12_delegate import Delegate
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
                                                   AskOrDecline(), CarryOver(), MemoryAct(),
                                                   MemoryUpdate(), RememberLater(), SkillUse(),
-                                                  SkillAuthor())}
+                                                  SkillAuthor(), Delegate())}
 
 
 class UnknownFamilyError(KeyError):

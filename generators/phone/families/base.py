@@ -77,6 +77,7 @@ class Family:
     templates: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     max_difficulty: int = 3
+    hidden_tools: tuple[str, ...] = ()  # same-app tools never offered (the task is to delegate what they do)
     sessions: int = 1  # sessions of one scenario (they share the user's memory)
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
 
@@ -172,7 +173,7 @@ class Family:
         chosen = list(dict.fromkeys([*needed, *self.tools]))
         apps = {TOOLS[t].app for t in chosen}
         rng = random.Random(digest([task.task_id, "tools"]))
-        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen]
+        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen and t not in self.hidden_tools]
         rng.shuffle(spare)
         chosen += spare[: max(0, TOOLS_PER_TASK - len(chosen))]
         rng.shuffle(chosen)
