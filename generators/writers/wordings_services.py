@@ -98,4 +98,18 @@ WORDINGS: dict[str, dict[str, str]] = {
         "qa_unknown.casual": "Can you check with the help desk? {question}",
         "qa_unknown.terse": "Help desk Q: {question}",
     },
+    "F13": {
+        "dinner.direct": "Organise dinner with {guests} at my favourite restaurant on {day} at {time}: put it in my "
+                         "calendar, send them both one group text with the plan, and have the phone go on "
+                         "do-not-disturb when dinner starts.",
+        "dinner.casual": "Let's do dinner with {guests} on {day}, {time}, at my favourite place. Calendar it, group "
+                         "text them, and make sure my phone goes quiet (do-not-disturb) when we sit down.",
+        "dinner.terse": "Dinner {day} {time}, favourite restaurant, guests {guests}: calendar + one group SMS + "
+                        "DND at start",
+        "pay_back.direct": "My lunch buddy paid for lunch. Read the total off my newest receipt photo, log my half "
+                           "as a dining expense first, then pay them back that half.",
+        "pay_back.casual": "Lunch was on my usual lunch buddy today. Check the receipt I just took, record my half "
+                           "under dining, and then send them my half.",
+        "pay_back.terse": "Newest receipt: log half (dining), then pay lunch buddy half",
+    },
 }

@@ -15,11 +15,12 @@ from generators.phone.families.f09_remember_later import RememberLater
 from generators.phone.families.f10_skill_use import SkillUse
 from generators.phone.families.f11_skill_author import SkillAuthor
 from generators.phone.families.f12_delegate import Delegate
+from generators.phone.families.f13_errand import Errand
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
                                                   AskOrDecline(), CarryOver(), MemoryAct(),
                                                   MemoryUpdate(), RememberLater(), SkillUse(),
-                                                  SkillAuthor(), Delegate())}
+                                                  SkillAuthor(), Delegate(), Errand())}
 
 
 class UnknownFamilyError(KeyError):
