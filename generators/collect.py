@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from warehouse.contract import Action, Cost, Episode, EpisodeRecord, Outcome, Step, TaskSpec
 from warehouse.ids import episode_id
 
-from generators.phone.attribution import attribute_failure
+from generators.phone.attribution import attribute_failure, classify
 from generators.phone.env import ENV_VERSION, PhoneEnv
 from generators.phone.families import get_family
 
@@ -56,6 +56,7 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
     overrides the environment's, e.g. when the model endpoint gave up)."""
     eid = episode_id(task.task_id, policy_name, rollout)
     results, success, progress, mines = env.evaluate()
+    reference = family.reference_actions(task)
     termination = termination or env.termination or "harness_error"
     finish_args: dict[str, Any] = env.finish_args or {}
     outcome = Outcome(
@@ -68,7 +69,8 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
         completion_tokens=sum(s.cost.completion_tokens for s in steps),
         latency_ms=round(sum(s.cost.latency_ms for s in steps), 3),
         efficiency=round(min(1.0, task.optimal_steps / len(steps)), 6) if steps else 0.0,
-        failure=attribute_failure(task, family.reference_actions(task), steps, results, mines, termination, success),
+        failure=classify(task, reference, steps, attribute_failure(task, reference, steps, results, mines, termination,
+                                                                   success)),
     )
     episode = Episode(
         episode_id=eid, task_id=task.task_id, family=task.family, template=task.template, split=task.split,

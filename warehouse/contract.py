@@ -163,6 +163,10 @@ class FailureAttribution(_Record):
     side: Literal["model", "harness"] = "model"
     type: str  # wrong_argument, skipped_step, early_finish, loop, minefield, ...
     step: int | None = None
+    # what went wrong, in the team's taxonomy. model: decomposition, routing, argument_grounding,
+    # state_tracking, recovery, premature_finish; harness: missing_skill_guidance, tool_not_exposed,
+    # retrieval_miss, stale_memory, tool_fault, endpoint_error, harness_error
+    category: str = ""
 
 
 class Outcome(_Record):
