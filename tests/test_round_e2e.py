@@ -57,7 +57,19 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     assert r["round"] == "r0001" and r["status"] == "complete" and r["episodes"] == 100 + later
     assert 0 < r["successes"] < 100, "a round must hold both successes and failures"
     assert r["curated"]
+    assert set(r["capabilities"]) >= {"tool_use", "memory", "skills", "subagents", "all"}
+    assert r["capabilities"]["memory"]["pass1"] is not None and r["attribution"]
     assert len(ids) == len(set(ids)) == 100 + later
+    # every family ran, and the services' steps are stored: memory reads and writes, skills loaded,
+    # sub-agent runs with their sub-trace, the user's replies
+    con = store.duck()
+    assert con.execute("SELECT count(DISTINCT family) FROM episodes").fetchone()[0] == 13
+    tools = {t for (t,) in con.execute("SELECT DISTINCT action_tool FROM steps").fetchall()}
+    assert {"memory_search", "memory_add", "memory_update", "load_skill", "run_subagent", "ask_user"} <= tools
+    assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'run_subagent' AND feedback_ok "
+                       "AND feedback_result LIKE '%subagent:%'").fetchone()[0] > 0
+    assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'ask_user' AND feedback_ok "
+                       "AND feedback_result LIKE '%answer%'").fetchone()[0] > 0
 
     export = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=backend_env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr

@@ -106,7 +106,7 @@ def classify(task: TaskSpec, reference: list[Action], steps: list[Step],
     hits = _memory_hits(steps)
     if wanted and hits and failure.type in ("wrong_argument", "wrong_answer"):
         values = [[normalise(str(h.get("value", ""))) for h in page] for page in hits]
-        if not any(normalise(wanted) in page for page in values):
+        if not any(normalise(wanted) in page for page in values) and _asked_well(task, steps):
             return failure.model_copy(update={"side": "harness", "category": "retrieval_miss"})
         for page in hits:  # a superseded record ranked above the active one is the store's fault
             right = next((i for i, h in enumerate(page) if h.get("status") == "active"
@@ -119,6 +119,13 @@ def classify(task: TaskSpec, reference: list[Action], steps: list[Step],
         if step is not None and _wrong_value_seen(step, reference, _results_before(steps, step.index)):
             category = "state_tracking"  # the value was on screen: the agent kept track of the wrong one
     return failure.model_copy(update={"category": category})
+
+
+def _asked_well(task: TaskSpec, steps: list[Step]) -> bool:
+    """Whether some memory search named the remembered key (then a miss is the store's, not the query's)."""
+    key = set(str(task.private_params.get("key", "")).lower().split())
+    return any(key & set(str(s.action.arguments.get("query", "")).lower().split())
+               for s in steps if s.action.tool == "memory_search")
 
 
 def _wrong_value_seen(step: Step, reference: list[Action], seen: str) -> bool:
