@@ -52,6 +52,13 @@ class Tally:
     by_split_family: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     lineage: dict[str, set] = field(default_factory=lambda: defaultdict(set))
     pair_kinds: Counter = field(default_factory=Counter)
+    failures: Counter = field(default_factory=Counter)  # failed episodes seen, by "side:category"
+
+    def saw(self, ep: Mapping[str, Any]) -> None:
+        """Count an episode read (and its failure attribution, if it failed)."""
+        self.seen += 1
+        if ep.get("failure_side"):
+            self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1
@@ -124,7 +131,7 @@ def _turns(ep, step_rows, review, scrubber):
 def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) -> Iterator[tuple[str, dict]]:
     tools = _Tools()
     for ep, step_rows in episodes_with_steps(con, rounds):
-        tally.seen += 1
+        tally.saw(ep)
         review = decisions.get(ep["episode_id"])
         why = sft_exclusion(ep, review, include_verified=include_verified)
         if why:
@@ -154,7 +161,7 @@ def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iter
     for _, group in itertools.groupby(stream, key=lambda pair: pair[0]["task_id"]):
         roles: dict[str, list] = {"chosen": [], "rejected_failure": [], "rejected_costlier": []}
         for ep, step_rows in group:
-            tally.seen += 1
+            tally.saw(ep)
             review = decisions.get(ep["episode_id"])
             role = preference_role(ep, review, include_verified=include_verified)
             if role is None:
@@ -238,6 +245,8 @@ def run_export(
         }
         if fmt == "dpo":
             manifest["pair_kinds"] = dict(tally.pair_kinds)
+        if tally.unit == "episodes":  # why the failed episodes read failed (model or harness, and what)
+            manifest["failure_attribution"] = dict(sorted(tally.failures.items()))
         manifest.update(extra or {})
         result = writer.finish(manifest)
     return result, {**manifest, "files": result.files}

@@ -86,6 +86,8 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     assert manifest["episodes_in"] == 100 + later
     assert sum(manifest["excluded"].values()) + len(lines) == 100 + later
     assert manifest["lineage"]["rounds"] == ["r0001"]
+    assert sum(manifest["failure_attribution"].values()) == 100 + later - r["successes"]
+    assert all(k.split(":")[0] in ("model", "harness") for k in manifest["failure_attribution"])
 
     # Without --verified, nothing is approved yet: nothing is exported, and the manifest says why.
     approved_only = flywheel("export", "--out", str(tmp_path / "out2"), env=backend_env, cwd=tmp_path)
