@@ -6,8 +6,8 @@ from typing import Any
 
 from curation.cascade import CascadeConfig, CascadeInput, run_cascade
 from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
-from curation.marking import to_arrow
 from curation.judges import EndpointJudge
+from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings

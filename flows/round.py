@@ -16,6 +16,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows import stages
+from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -71,6 +72,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
                 bar.advance()
         curate_task(store, rnd.id, settings)
         stages.finish_round(store, rnd.id)
+        refresh_proposal(store, settings, stages.selected_families(settings))  # for the release page
         counts = stages.round_counts(store, rnd.id)
     return RoundSummary(
         round_id=rnd.id,

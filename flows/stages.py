@@ -11,6 +11,7 @@ from generators.collect import later_sessions, run_scenario
 from generators.phone.families import FAMILIES, get_family
 from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
+from generators.task_batch import MAX_SEED_TRIES, write_slot
 from generators.writers.template import TemplateWriter
 from warehouse import state
 from warehouse.contract import Episode, Outcome, Step, TaskSpec
@@ -21,7 +22,6 @@ from warehouse.store import Store
 
 TASKS_KEY = "batch-0000"
 CURATE_KEY = "curate-v1"
-MAX_SEED_TRIES = 8
 
 
 def selected_families(settings: Settings) -> list[str]:
@@ -76,22 +76,17 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
     tried = 0
     rejections: dict[str, int] = {}
     for slot in plan.slots:
-        family = get_family(slot.family)
-        for attempt in range(MAX_SEED_TRIES):
-            tried += 1
-            seed = slot.seed + attempt * 1_000_000_007
-            task = family.make_task(seed, slot.difficulty, writer)
-            reason = family.gate(task)
-            if reason is None:
-                tasks.append(task)
-                break
-            rejections[reason] = rejections.get(reason, 0) + 1
-        else:
+        written = write_slot(get_family(slot.family), slot, writer)
+        tried += written.tried
+        for reason, n in written.rejections.items():
+            rejections[reason] = rejections.get(reason, 0) + n
+        if written.task is None:
             raise ConfigError(
                 f"family {slot.family} at level {slot.difficulty} failed the generation gate {MAX_SEED_TRIES} times "
-                f"in a row ({', '.join(f'{k} {v}' for k, v in sorted(rejections.items()))}); "
+                f"in a row ({', '.join(f'{k} {v}' for k, v in sorted(written.rejections.items()))}); "
                 f"see 'flywheel gate --family {slot.family}'"
             )
+        tasks.append(written.task)
     kept = len(tasks)  # the gate keeps or rejects a scenario as a whole; its later sessions are stored too and
     # collection runs them right after their first session
     tasks += [t for task in list(tasks) for t in get_family(task.family).scenario(task, writer)[1:]]
