@@ -142,7 +142,8 @@ def status_rows(
 def outcome_rows(con) -> list[dict[str, Any]]:
     """Per episode: round, task, family, rollout, success, the task's capabilities, scenario and the failure's
     side and category (columns older shards lack read as empty)."""
-    scen = "e.scenario_id, e.session" if has_column(con, "episodes", "scenario_id") else "'' AS scenario_id, 1 AS session"
+    scen = ("e.scenario_id, e.session" if has_column(con, "episodes", "scenario_id")
+            else "'' AS scenario_id, 1 AS session")
     caps = "t.capabilities" if has_column(con, "tasks", "capabilities") else "NULL AS capabilities"
     try:
         cur = con.execute(

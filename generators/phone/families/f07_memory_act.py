@@ -40,6 +40,7 @@ class MemoryAct(Family):
     capability = "memory"
     tags = ("memory_recall",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"usual_coffee": "train", "usual_alarm": "train", "usual_restaurant": "dev"}
     tools = ("memory_search", "memory_get", "memory_add", "memory_update", "contacts_search", "messages_send",
              "alarms_create", "alarms_list", "calendar_create_event", "calendar_list_events")
     knobs = {"distractors": "1: a friend's record under the same key; 2: + the user's superseded value; "

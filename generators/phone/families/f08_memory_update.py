@@ -39,6 +39,7 @@ class MemoryUpdate(Family):
     capability = "memory"
     tags = ("memory_write",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"correct_in_place": "train", "switch_habit": "train", "sync_alarm": "dev", "forget": "test"}
     tools = ("memory_search", "memory_get", "memory_add", "memory_update", "memory_delete", "memory_list_intents",
              "alarms_list", "alarms_update", "alarms_create")
     knobs = {"distractors": "1: a friend's record under the same key; 2: + the user's superseded value; "
@@ -89,10 +90,11 @@ class MemoryUpdate(Family):
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p = task.private_params
+        new = {"value": p["new_value"], "key": p["key"]}
         diff: dict[str, Any] = {
             "correct_in_place": {"updated": [{"id": p["memory_id"], "fields": {"value": p["new_value"]}}]},
-            "switch_habit": {"superseded": [{"id": p["memory_id"], "fields": {"value": p["new_value"], "key": p["key"]}}]},
-            "sync_alarm": {"superseded": [{"id": p["memory_id"], "fields": {"value": p["new_value"], "key": p["key"]}}]},
+            "switch_habit": {"superseded": [{"id": p["memory_id"], "fields": new}]},
+            "sync_alarm": {"superseded": [{"id": p["memory_id"], "fields": new}]},
             "forget": {"deleted": [p["memory_id"]]},
         }[p["variant"]]
         reqs = [Requirement(id="memory_changed", kind="memory_diff", weight=2.0, dimension="memory", params=diff,

@@ -38,6 +38,7 @@ class RememberLater(Family):
     tags = ("memory_write", "memory_recall", "multi_session")
     sessions = 2
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"allergy": "train", "parking": "train", "call_back": "dev"}
     tools = ("memory_search", "memory_add", "memory_get", "memory_update", "memory_delete", "memory_list_intents",
              "contacts_search", "calls_dial", "todos_create", "todos_list")
     knobs = {"distractors": "2+: the user's own older value and a friend's record in memory at session 2; "
@@ -95,7 +96,8 @@ class RememberLater(Family):
 
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         p = task.private_params
-        person = next(r for r in world.table("contacts").rows.values() if [r["first_name"], r["last_name"]] == p["person"])
+        person = next(r for r in world.table("contacts").rows.values()
+                      if [r["first_name"], r["last_name"]] == p["person"])
         out = {"person_id": person["id"], "person_phone": person["phone"]}
         if task.session == 2:
             out["memory_id"] = next(r["id"] for r in world.table("memories").rows.values()

@@ -35,6 +35,7 @@ class SkillUse(Family):
     capability = "skills"
     tags = ("skill_gating",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"group_text": "train", "expense_batch": "train", "focus_macro": "dev"}
     tools = ("list_skills", "load_skill", "run_skill", "contacts_search", "messages_send_bulk", "expenses_add",
              "expenses_add_batch", "device_set_do_not_disturb", "device_set_volume", "wallet_list_transactions")
     knobs = {"distractors": "2+: near-duplicate recipients; 3: more recipients and items"}
@@ -43,7 +44,8 @@ class SkillUse(Family):
         d = levels.get("distractors", 1)
         private: dict[str, Any] = {"variant": variant, "user_facts": {}}
         if variant == "group_text":
-            people = rng.sample([(f, la) for f in seeddata.FIRST_NAMES for la in seeddata.LAST_NAMES[:10]], 3 + (d >= 3))
+            pool = [(f, la) for f in seeddata.FIRST_NAMES for la in seeddata.LAST_NAMES[:10]]
+            people = rng.sample(pool, 3 + (d >= 3))
             private["people"] = [list(p) for p in people]
             text = rng.choice(TEXTS)
             return {"names": ", ".join(f"{f} {la}" for f, la in people[:-1]) + f" and {people[-1][0]} {people[-1][1]}",

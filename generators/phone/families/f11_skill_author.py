@@ -34,6 +34,7 @@ class SkillAuthor(Family):
     capability = "skills"
     tags = ("skill_authoring",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"author_greeting": "train", "reuse_todos": "train", "author_expense": "dev"}
     tools = ("list_skills", "load_skill", "run_skill", "save_skill", "contacts_search", "messages_send",
              "expenses_add", "todos_create", "todos_list")
     knobs = {"targets": "items to handle: 2/2/3 (reuse: 3/3/4)"}

@@ -45,6 +45,8 @@ class Delegate(Family):
     capability = "subagents"
     tags = ("delegation",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"gui_setting": "train", "vision_receipt": "train", "qa_unknown": "train", "automation_later": "dev",
+              "qa_known": "test"}
     tools = ("start_subagent", "run_subagent", "get_subagent_result", "files_list", "files_search",
              "contacts_search", "expenses_add", "messages_send")
     hidden_tools = ("photos_read_text",)
@@ -99,9 +101,9 @@ class Delegate(Family):
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         p = task.private_params
         if p["variant"] == "vision_receipt":
-            return {"file_id": next(r["id"] for r in world.table("files").rows.values() if r["name"] == "receipt_new.jpg"),
-                    "old_file_id": next((r["id"] for r in world.table("files").rows.values()
-                                         if r["name"] == "receipt_old.jpg"), "f-0001")}
+            files = world.table("files").rows.values()
+            return {"file_id": next(r["id"] for r in files if r["name"] == "receipt_new.jpg"),
+                    "old_file_id": next((r["id"] for r in files if r["name"] == "receipt_old.jpg"), "f-0001")}
         if p["variant"] == "automation_later":
             return {"person_id": next(r["id"] for r in world.table("contacts").rows.values()
                                       if [r["first_name"], r["last_name"]] == p["person"])}
@@ -142,18 +144,21 @@ class Delegate(Family):
         prereq = {"vision_receipt": "files_list", "automation_later": "contacts_search"}.get(p["variant"])
         handoff = {"agent": agent, "inputs": inputs if agent != "automation" else
                    {"tool": "messages_send", "arguments": inputs["arguments"]},
-                   **({"after": prereq} if prereq else {}), **({"run_ok": False} if p["variant"] == "qa_unknown" else {})}
+                   **({"after": prereq} if prereq else {}),
+                   **({"run_ok": False} if p["variant"] == "qa_unknown" else {})}
         reqs = [Requirement(id="handoff", kind="handoff", weight=2.0, dimension="subagents", params=handoff,
                             description=f"the {agent} agent got the exact inputs and was run")]
         sessions = {"table": "agent_sessions", "ops": ["added"], "max": 1}  # exact inputs the first time
         if p["variant"] == "gui_setting":
-            reqs.append(Requirement(id="setting_changed", kind="state_diff", params={"table": "ui_settings", "updated": [
-                {"key": f"{p['app']}.{p['setting']}", "fields": {"value": p["value"]}}]},
+            reqs.append(Requirement(id="setting_changed", kind="state_diff", params={
+                "table": "ui_settings",
+                "updated": [{"key": f"{p['app']}.{p['setting']}", "fields": {"value": p["value"]}}]},
                 description="the setting has the new value"))
             allow = [sessions, {"table": "ui_settings", "keys": [f"{p['app']}.{p['setting']}"]}]
         elif p["variant"] == "vision_receipt":
-            reqs.append(Requirement(id="logged", kind="state_diff", weight=1.5, params={"table": "transactions", "added": [
-                {"amount": -p["total"], "category": "dining"}]}, description="the receipt's total is logged"))
+            reqs.append(Requirement(id="logged", kind="state_diff", weight=1.5, params={
+                "table": "transactions", "added": [{"amount": -p["total"], "category": "dining"}]},
+                description="the receipt's total is logged"))
             allow = [sessions, {"table": "transactions", "ops": ["added"], "max": 1}]
             reqs.append(Requirement(id="read_then_logged", kind="partial_order", dimension="subagents", params={
                 "before": [[{"tool": "run_subagent"}, {"tool": "expenses_add"}]]},

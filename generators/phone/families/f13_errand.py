@@ -35,6 +35,7 @@ class Errand(Family):
     capability = "all"
     tags = ("memory_recall", "skill_gating", "delegation", "long_horizon")
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
+    splits = {"dinner": "train", "pay_back": "dev"}
     tools = ("memory_search", "contacts_search", "calendar_create_event", "load_skill", "messages_send_bulk",
              "start_subagent", "run_subagent", "files_list", "expenses_add_batch", "wallet_send_money")
     hidden_tools = ("photos_read_text",)
@@ -78,7 +79,8 @@ class Errand(Family):
 
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         rows = world.table("contacts").rows.values()
-        ids = [next(r["id"] for r in rows if [r["first_name"], r["last_name"]] == p) for p in task.private_params["people"]]
+        ids = [next(r["id"] for r in rows if [r["first_name"], r["last_name"]] == p)
+               for p in task.private_params["people"]]
         photo = next((r["id"] for r in world.table("files").rows.values() if r["name"] == "receipt_lunch.jpg"), "")
         return {"contact_ids": ids, "photo_id": photo}
 
@@ -119,13 +121,16 @@ class Errand(Family):
                 Requirement(id="event", kind="state_diff", weight=1.5, params={"table": "events", "added": [
                     {"date": p["day"], "start": p["time"], "location": p["value"]}]},
                     description="dinner at the remembered restaurant is in the calendar"),
-                Requirement(id="guests_texted", kind="state_diff", params={"table": "messages", "field_match": {
-                    "text": "contains"}, "added": [{"contact_id": c, "text": p["value"]} for c in p["contact_ids"][:2]]},
+                Requirement(id="guests_texted", kind="state_diff", params={
+                    "table": "messages", "field_match": {"text": "contains"},
+                    "added": [{"contact_id": c, "text": p["value"]} for c in p["contact_ids"][:2]]},
                     description="both guests got the plan"),
                 Requirement(id="skill_gating", kind="skill_gating", dimension="skills", params={
-                    "skill": "group_messaging", "tools": ["messages_send_bulk"]}, description="the skill was loaded first"),
-                Requirement(id="handoff", kind="handoff", dimension="subagents", params={"agent": "automation", "inputs": {
-                    "tool": "device_set_do_not_disturb", "arguments": {"enabled": True}}},
+                    "skill": "group_messaging", "tools": ["messages_send_bulk"]},
+                    description="the skill was loaded first"),
+                Requirement(id="handoff", kind="handoff", dimension="subagents", params={
+                    "agent": "automation",
+                    "inputs": {"tool": "device_set_do_not_disturb", "arguments": {"enabled": True}}},
                     description="the automation agent got the switch"),
                 Requirement(id="scheduled", kind="state_diff", params={"table": "automations", "added": [
                     {"at": at, "tool": "device_set_do_not_disturb", "status": "scheduled"}]},

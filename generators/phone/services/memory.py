@@ -84,7 +84,8 @@ def _row(world: World, memory_id: str) -> dict[str, Any]:
       params(["query"], query={"type": "string"}, type={"type": "string", "enum": TYPES},
              limit={"type": "integer", "minimum": 1, "maximum": 20}))
 def search(world: World, query: str, type: str | None = None, limit: int = 5) -> dict[str, Any]:
-    rows = [r for r in world.table(TABLE).rows.values() if r["status"] != "deleted" and (type is None or r["type"] == type)]
+    rows = [r for r in world.table(TABLE).rows.values()
+            if r["status"] != "deleted" and (type is None or r["type"] == type)]
     hits = rank(rows, query)
     return {"items": [{**_view(r), "score": s} for s, r in hits[:limit]], "total": len(hits)}
 

@@ -140,7 +140,7 @@ def run_macro(world: World, row: dict[str, Any], arguments: dict[str, Any]) -> l
     missing = [p for p in row["parameters"] if p not in arguments]
     if missing:
         raise PhoneError("INVALID_ARGUMENT", f"skill {row['name']} needs arguments {missing}",
-                         hint=f"run_skill(name={row['name']!r}, arguments={{{', '.join(repr(p) for p in row['parameters'])}: ...}})")
+                         hint=f"pass arguments={{{', '.join(repr(p) + ': ...' for p in row['parameters'])}}}")
     trace = []
     world.wide = True  # a macro may change any app's tables
     for n, step in enumerate(row["macro"]):
