@@ -74,6 +74,9 @@ def run(
     writer: Annotated[
         str | None, typer.Option("--writer", help="Who words the instructions: template (offline) or openai.")
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     config: ConfigOpt = None,
@@ -88,6 +91,8 @@ def run(
         round_over["rollouts"] = rollouts
     if seed is not None:
         round_over["seed"] = seed
+    if workers is not None:
+        round_over["workers"] = workers
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
@@ -266,8 +271,8 @@ def plan(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Show competence per family and the plan the next round would use."""
-    from flows.planning import current_competence, next_plan
     from flows.stages import selected_families
+    from flows.stages.plan import current_competence, next_plan
     from flows.views import plan_data, print_plan
     from warehouse import state
 

@@ -9,7 +9,7 @@ import pytest
 
 from flows import stages
 from flows.feedback_cmd import eval_round, import_feedback
-from flows.planning import next_plan
+from flows.stages.plan import next_plan
 from generators.competence import Competence, competence_table, next_mix
 from generators.planner import Plan
 from tests.conftest import cli_env, flywheel

@@ -52,6 +52,11 @@ class RoundSettings(_Section):
     families: list[str] = Field(default_factory=list)  # empty: every family
     difficulty: int = Field(1, ge=1, le=5)
     adaptive: bool = True  # the mix and difficulty follow the latest feedback
+    # shards collected at once (default: the machine's cores); threads for model rounds,
+    # processes for scripted ones, Dask when asked (see README, Past one machine)
+    workers: int | None = Field(None, ge=1, le=4096)
+    runner: Literal["auto", "threads", "processes", "dask"] = "auto"
+    dask_address: str | None = None  # a running Dask scheduler (tcp://host:8786); empty: a local cluster
 
 
 class CurationSettings(_Section):
@@ -138,6 +143,7 @@ class Settings(BaseSettings):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
     review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
+    redis_url: str | None = None  # shared rate limits in Redis (default: in the state database)
 
     @classmethod
     def settings_customise_sources(
