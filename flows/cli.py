@@ -56,6 +56,11 @@ def _existing_store(config: Path | None, data_dir: Path | None, state_url: str |
     return settings, Store(settings.data_dir, settings.state_url, create=False)
 
 
+def _print_json(data: Any) -> None:
+    """One JSON document on stdout, nothing else (no colour, no wrapping)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+
+
 @app.command()
 def run(
     episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes in the round.")] = None,
@@ -199,6 +204,7 @@ def export(
         str | None,
         typer.Option("--release", help="Export exactly an approved release (its id, e.g. rel-0001, or 'latest')."),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -220,6 +226,10 @@ def export(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings,
         )
+    if as_json:
+        _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
+                     "excluded": manifest["excluded"], "out": str(out_dir), "manifest": str(result.manifest_path)})
+        return
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
@@ -234,32 +244,40 @@ def feedback(
     threshold: Annotated[
         float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
     ] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
-    from flows.views import print_feedback_import
+    from flows.views import feedback_json, print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
+    if as_json:
+        _print_json(feedback_json(result))
+        return
     print_feedback_import(out, err, result, str(file))
 
 
 @app.command(name="eval")
 def eval_(
     round_id: Annotated[str | None, typer.Option("--round", help="Round to evaluate (default: the latest).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Record a round's own outcomes as feedback (when no trainer results come back)."""
     from flows.feedback_cmd import eval_round
-    from flows.views import print_feedback_import
+    from flows.views import feedback_json, print_feedback_import
 
     _, store = _existing_store(config, data_dir, state_url)
     result = eval_round(store, round_id)
+    if as_json:
+        _print_json(feedback_json(result))
+        return
     print_feedback_import(out, err, result, round_id or "the latest round")
 
 
@@ -292,6 +310,7 @@ def plan(
 def import_(
     file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
     fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -303,6 +322,11 @@ def import_(
     settings = _settings(config, data_dir, state_url)
     prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
+    if as_json:
+        _print_json({"file": str(file), "round": summary.round_id, "imported": summary.imported,
+                     "already": summary.already, "file_already_imported": summary.file_already_imported,
+                     "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped]})
+        return
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
     if summary.file_already_imported:
@@ -326,6 +350,7 @@ def reviewer_add(
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -335,11 +360,15 @@ def reviewer_add(
 
     settings = _settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    if as_json:
+        _print_json({"name": user.name, "role": user.role, "active": True})
+        return
     out.print(f"Added {user.role} {user.name}")
 
 
 @reviewer_app.command("list")
 def reviewer_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -351,6 +380,9 @@ def reviewer_list(
     from flows.reviewer_cmd import reviewer_rows
 
     rows = reviewer_rows(_settings(config, data_dir, state_url))
+    if as_json:
+        _print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
+        return
     if not rows:
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
         return

@@ -12,6 +12,7 @@ import os
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows.stages.context import die_with_parent
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 
@@ -38,7 +39,7 @@ def task_runner(settings: Settings) -> TaskRunner:
     if kind == "processes":
         from prefect.task_runners import ProcessPoolTaskRunner
 
-        return ProcessPoolTaskRunner(max_workers=n)
+        return ProcessPoolTaskRunner(max_workers=n, initializer=die_with_parent)
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError as exc:

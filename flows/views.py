@@ -210,6 +210,12 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     console.print("Next round's mix: [bold]flywheel plan[/]")
 
 
+def feedback_json(result) -> dict[str, Any]:
+    """``flywheel feedback --json`` and ``flywheel eval --json``."""
+    return {"batch": result.batch, "imported": result.imported, "already_imported": bool(result.already),
+            "skipped": [{"where": w, "why": p} for w, p in result.skipped]}
+
+
 def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
     """What ``flywheel plan`` shows: competence per family and level, and the next plan."""
     levels: dict[str, int] = {}

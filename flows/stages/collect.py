@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.model_setup import StateJournal, make_engine, model_policy
 from flows.runners import workers
-from flows.stages.context import SettingsDoc, die_with_parent, open_settings, open_store, run_log
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from flows.stages.write import load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
@@ -80,7 +80,6 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
 @task(name="collect-shard", cache_policy=NO_CACHE)
 def collect_shard_task(round_id: str, key: str, settings: SettingsDoc) -> dict[str, int]:
     """Collect and commit one shard; logs its counts to the run."""
-    die_with_parent()
     cfg = open_settings(settings)
     counts = collect_shard(open_store(cfg), round_id, key, cfg, started=datetime.now(UTC))
     run_log().info(f"{round_id}/{key}: {counts['episodes']} episodes, {counts['successes']} verified successes, "

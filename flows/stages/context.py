@@ -49,9 +49,10 @@ def run_log() -> logging.Logger | logging.LoggerAdapter:
         except MissingContextError:
             pass
         else:
-            # Prefect's own chatter stays at WARNING (flows.prefect_env); the round's lines are INFO,
-            # and the run loggers' API handler sends them to the server, never to the terminal.
+            # The round's lines are INFO: they go to the Prefect API (its handler is on the run
+            # loggers) and not on to the terminal, which shows progress bars and the summary.
             logger.logger.setLevel(logging.INFO)
+            logger.logger.propagate = False
             return logger
     except ImportError:  # pragma: no cover - prefect is a dependency
         pass
