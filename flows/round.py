@@ -43,6 +43,8 @@ class RoundSummary:
     tasks_tried: int
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    runner: str = ""  # threads, processes or dask: how the shards ran
+    workers: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -107,6 +109,8 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         tasks_tried=counts["tasks_tried"],
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
+        runner=runner_kind(settings),
+        workers=workers(settings),
     ).as_dict()
 
 
