@@ -173,9 +173,11 @@ def review(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
+    from flows.planning import refresh_stored_proposal
     from flows.review_cmd import launch_review_app
 
     settings = _settings(config, data_dir, state_url)
+    refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
     raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
@@ -251,10 +253,13 @@ def feedback(
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
+    from flows.planning import refresh_proposal
+    from flows.stages import selected_families
     from flows.views import feedback_json, print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
+    refresh_proposal(store, settings, selected_families(settings))
     if as_json:
         _print_json(feedback_json(result))
         return
@@ -263,22 +268,45 @@ def feedback(
 
 @app.command(name="eval")
 def eval_(
-    round_id: Annotated[str | None, typer.Option("--round", help="Round to evaluate (default: the latest).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    split: Annotated[str, typer.Option("--split", help="dev (feeds the planner) or test (reported only).")] = "dev",
+    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Tasks to evaluate, spread over families.")] = 60,
+    families: Annotated[str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")] = None,
+    tag: Annotated[str, typer.Option("--tag", help="Measure again (e.g. a new checkpoint under the same model name).")] = "",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Record a round's own outcomes as feedback (when no trainer results come back)."""
-    from flows.feedback_cmd import eval_round
-    from flows.views import feedback_json, print_feedback_import
+    """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
+    results as feedback; dev results steer the next plan, test results are reported only."""
+    from flows.eval_cmd import plan_eval, run_eval
+    from flows.planning import refresh_proposal
+    from flows.progress import RoundProgress
+    from flows.stages import selected_families
+    from flows.views import print_eval
 
-    _, store = _existing_store(config, data_dir, state_url)
-    result = eval_round(store, round_id)
-    if as_json:
-        _print_json(feedback_json(result))
-        return
-    print_feedback_import(out, err, result, round_id or "the latest round")
+    openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
+    round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
+    settings = _settings(config, data_dir, state_url, policy="openai" if model else None,
+                         openai=openai_over or None, round=round_over)
+    from warehouse.store import Store
+
+    store = Store(settings.data_dir, settings.state_url, create=False)
+    fams = selected_families(settings)
+    if settings.policy == "openai":
+        from flows.model_setup import probe
+
+        probe(settings)
+    plan = plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
+    shards = (len(plan.tasks) + 15) // 16
+    with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
+        result = run_eval(store, settings, plan, advance=bar.advance)
+    if split == "dev":
+        refresh_proposal(store, settings, fams)
+    print_eval(out, err, store, plan, result, as_json=as_json)
 
 
 @app.command()
@@ -288,18 +316,16 @@ def plan(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show competence per family and the plan the next round would use."""
+    """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
+    round would run, each number with its reason; stores the planner's proposal for the release page."""
+    from flows.planning import plan_view, refresh_proposal
     from flows.stages import selected_families
-    from flows.stages.plan import current_competence, next_plan
-    from flows.views import plan_data, print_plan
-    from warehouse import state
+    from flows.views import print_plan
 
     settings, store = _existing_store(config, data_dir, state_url)
-    batch, competence = current_competence(store)
-    with store.session() as s:
-        last = state.latest_round(session=s)
-    number = 1 if last is None else last.number + (1 if last.status == "complete" else 0)
-    data = plan_data(batch, competence, next_plan(store, settings, selected_families(settings), number))
+    families = selected_families(settings)
+    data = plan_view(store, settings, families)
+    refresh_proposal(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:

@@ -1,6 +1,6 @@
-"""Feedback in: a trainer's per-task results (``flywheel feedback``) or a round's own
-outcomes (``flywheel eval``). Each import is one committed unit whose key comes from
-its content, so importing the same file twice changes nothing."""
+"""Feedback in: a trainer's per-task results (``flywheel feedback``; an eval in the phone
+is ``flows.eval_cmd``). Each import is one committed unit whose key comes from its
+content, so importing the same file twice changes nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from warehouse import state
 from warehouse.contract import FeedbackRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.ids import digest
@@ -60,6 +59,8 @@ def _feedback_row(
         source="trainer",
         batch=batch,
         recorded_at=now,
+        template=task.template,
+        split=task.split,
     )
 
 
@@ -88,44 +89,3 @@ def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 
             return FeedbackImport(batch=batch, imported=0, already=True)
         store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
     return FeedbackImport(batch=batch, imported=len(rows), skipped=skipped)
-
-
-def eval_round(store: Store, round_id: str | None) -> FeedbackImport:
-    """Record a round's own outcomes as feedback (the offline stand-in for a trainer eval)."""
-    with store.session() as s:
-        rounds = [r for r in state.list_rounds(session=s) if r.status == "complete"]
-    if not rounds:
-        raise InputError("no complete round to evaluate; run 'flywheel run' first")
-    known = {r.id for r in rounds}
-    round_id = round_id or rounds[-1].id
-    if round_id not in known:
-        raise InputError(f"no complete round {round_id!r} (complete: {', '.join(sorted(known))})")
-    batch = f"eval-{round_id}"
-    if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
-        return FeedbackImport(batch=batch, imported=0, already=True)
-    con = store.duck([round_id])
-    tasks = {t.task_id: t for t in iter_records(con, "tasks")}
-    now = datetime.now(UTC)
-    rows = [
-        FeedbackRecord(
-            task_id=tid,
-            family=tasks[tid].family,
-            difficulty=tasks[tid].difficulty,
-            capabilities=tasks[tid].capabilities,
-            model=model,
-            success=bool(ok),
-            reward=float(progress),
-            source="eval",
-            batch=batch,
-            recorded_at=now,
-        )
-        for tid, model, ok, progress in con.execute(
-            "SELECT e.task_id, e.policy || CASE WHEN e.model <> '' THEN ':' || e.model ELSE '' END, "
-            "o.success, o.progress FROM episodes e JOIN outcomes o USING (episode_id) ORDER BY e.episode_id"
-        ).fetchall()
-    ]
-    with store.run_lock():  # see import_feedback
-        if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
-            return FeedbackImport(batch=batch, imported=0, already=True)
-        store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})
-    return FeedbackImport(batch=batch, imported=len(rows))

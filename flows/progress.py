@@ -43,6 +43,8 @@ class StepProgress:
             self._progress.stop()
 
 
-def round_progress(*, enabled: bool, total: int, done: int, round_id: str) -> StepProgress:
-    """The bar over a round's collection shards."""
-    return StepProgress(enabled=enabled, total=total, done=done, label=f"{round_id} collecting", unit="shards")
+class RoundProgress(StepProgress):
+    """A bar over shards (a round's, or an eval's)."""
+
+    def __init__(self, *, enabled: bool, total: int, done: int, round_id: str) -> None:
+        super().__init__(enabled=enabled, total=total, done=done, label=f"{round_id} collecting", unit="shards")

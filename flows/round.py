@@ -18,12 +18,13 @@ from typing import Any
 from prefect import flow
 from prefect.futures import as_completed, wait
 
-from flows.progress import round_progress
+from flows.planning import refresh_proposal
+from flows.progress import RoundProgress
 from flows.runners import runner_kind, task_runner, workers
 from flows.stages.collect import collect_shard_task, shard_keys
 from flows.stages.context import open_store, run_log, settings_doc
 from flows.stages.curate import curate_task
-from flows.stages.plan import finish_round, plan_task
+from flows.stages.plan import finish_round, plan_task, selected_families
 from flows.stages.write import write_tasks_task
 from warehouse import state
 from warehouse.settings import Settings
@@ -84,7 +85,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         log = run_log()
         log.info(f"{round_id}: {len(todo)} shards to collect ({len(keys) - len(todo)} already committed), "
                  f"{workers(settings)} workers, {runner_kind(settings)} runner")
-        with round_progress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
+        with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
                             round_id=round_id) as bar:
             futures = [collect_shard_task.submit(round_id, key, doc) for key in todo]
             try:
@@ -95,6 +96,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                 wait(futures)  # a failed round lets the shards still running commit or fail first
         curate_task(round_id, doc, show_progress)
         finish_round(store, round_id)
+        refresh_proposal(store, settings, selected_families(settings))  # for the release page
         counts = round_counts(store, round_id)
         log.info(f"{round_id} finished: {counts['episodes']} episodes, {counts['successes']} verified successes")
     return RoundSummary(

@@ -8,18 +8,11 @@ with ``round.workers`` worker processes. ``round.workers`` defaults to the machi
 
 from __future__ import annotations
 
-import os
-
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from flows.stages.context import die_with_parent
+from flows.stages.context import die_with_parent, workers
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
-
-
-def workers(settings: Settings) -> int:
-    """How many shards run at once."""
-    return settings.round.workers or os.cpu_count() or 1
 
 
 def runner_kind(settings: Settings) -> str:

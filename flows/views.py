@@ -36,6 +36,19 @@ def round_costs(con, prices: dict[str, Any] | None = None) -> dict[str, dict[str
     return out
 
 
+SPLIT_ORDER = ("train", "dev", "test", "challenge")
+
+
+def split_counts(counts: dict[str, int]) -> dict[str, int]:
+    """Episodes per split, every split named (challenge is held out: reported apart, never trained on)."""
+    return {s: counts.get(s, 0) for s in SPLIT_ORDER} | {s: n for s, n in sorted(counts.items()) if s not in SPLIT_ORDER}
+
+
+def split_cell(counts: dict[str, int]) -> str:
+    """train/dev/test | challenge, as one table cell."""
+    return "/".join(str(counts.get(s, 0)) for s in SPLIT_ORDER[:3]) + f" | {counts.get('challenge', 0)}"
+
+
 def status_rows(
     store: Store, prices: dict[str, Any] | None = None, overlap: Overlap | None = None
 ) -> list[dict[str, Any]]:
@@ -62,6 +75,11 @@ def status_rows(
         ).fetchall()
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    splits: dict[str, dict[str, int]] = {}
+    for rid, split, n_split in con.execute(
+        "SELECT round_id, split, count(*) FROM episodes GROUP BY round_id, split ORDER BY round_id, split"
+    ).fetchall():
+        splits.setdefault(rid, {})[split] = n_split
     costs = round_costs(con, prices)
     funnels = curation_funnel(con, [r.id for r in rounds])
     judged: dict[str, dict[str, bool]] = {}
@@ -94,6 +112,7 @@ def status_rows(
                 "partial": votes.count("partial"),
                 **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                      "cost_usd": None}),
+                "splits": split_counts(splits.get(rnd.id, {})),
                 "funnel": funnels.get(rnd.id),
                 "judge_agreement": agreement_with_people(
                     judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id and d.decision}
@@ -110,7 +129,7 @@ def status_rows(
                      "tasks_tried": 0, "curated": rid in curated, "import": True, "duplicates": dups.get(rid, 0),
                      "approved": votes.count("approve"), "rejected": votes.count("reject"),
                      "needs_fix": votes.count("needs_fix"), "disputed": votes.count("disputed"),
-                     "partial": votes.count("partial"),
+                     "partial": votes.count("partial"), "splits": split_counts(splits.get(rid, {})),
                      **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                        "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
@@ -121,8 +140,8 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
         return
     table = Table(title=f"Rounds in {settings.data_dir.resolve()}", box=box.SIMPLE_HEAD)
-    for col in ("round", "status", "episodes", "success", "tasks", "dups", "approved", "rejected", "fix", "tokens",
-                "cost"):
+    for col in ("round", "status", "episodes", "train/dev/test | challenge", "success", "tasks", "dups", "approved",
+                "rejected", "fix", "tokens", "cost"):
         table.add_column(col, justify="left" if col in ("round", "status") else "right", no_wrap=True)
     for r in rows:
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
@@ -130,6 +149,7 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             r["round"],
             r["status"] + (" (import)" if r.get("import") and r["status"] != "imported" else ""),
             f"{r['episodes']}/{r['requested']}",
+            split_cell(r.get("splits", {})),
             rate,
             f"{r['tasks_kept']}/{r['tasks_tried']}",
             str(r["duplicates"]),
@@ -211,45 +231,60 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
 
 
 def feedback_json(result) -> dict[str, Any]:
-    """``flywheel feedback --json`` and ``flywheel eval --json``."""
+    """``flywheel feedback --json``."""
     return {"batch": result.batch, "imported": result.imported, "already_imported": bool(result.already),
             "skipped": [{"where": w, "why": p} for w, p in result.skipped]}
 
 
-def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
-    """What ``flywheel plan`` shows: competence per family and level, and the next plan."""
-    levels: dict[str, int] = {}
-    for slot in plan.slots:
-        levels.setdefault(slot.family, slot.difficulty)
-    return {
-        "feedback_batch": batch,
-        "source": plan.source,
-        "episodes": plan.episodes,
-        "competence": [
-            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
-             "mean": round(c.mean, 4), "zone": c.zone}
-            for c in competence.values()
-        ],
-        "mix": [
-            {"family": f, "share": round(w, 4), "difficulty": levels.get(f), "reason": plan.reasons.get(f, "")}
-            for f, w in sorted(plan.weights.items())
-        ],
-    }
-
-
 def print_plan(console: Console, data: dict[str, Any]) -> None:
     if data["competence"]:
-        table = Table(title=f"Competence (feedback {data['feedback_batch']})", box=box.SIMPLE_HEAD)
-        for col in ("family", "level", "results", "success", "zone"):
+        table = Table(title=f"Competence (all feedback, newest {data['feedback_batch']} weighs most)",
+                      box=box.SIMPLE_HEAD)
+        for col in ("family", "level", "results", "success", "±", "batches", "zone"):
             table.add_column(col, no_wrap=True)
         for c in data["competence"]:
-            table.add_row(c["family"], str(c["difficulty"]), str(c["n"]), f"{c['mean']:.0%}", c["zone"])
+            table.add_row(c["family"], str(c["difficulty"]), f"{c['evidence']:.3g} of {c['n']}", f"{c['mean']:.0%}",
+                          f"{c['sd'] * 100:.0f}", str(c["batches"]), c["zone"])
         console.print(table)
     else:
         console.print("No feedback yet: the next round explores every family evenly.")
     table = Table(title=f"Next round: {data['episodes']} episodes, mix from {data['source']}", box=box.SIMPLE_HEAD)
-    for col in ("family", "share", "level", "why"):
+    for col in ("family", "share", "episodes", "level", "why"):
         table.add_column(col, no_wrap=col != "why")
     for m in data["mix"]:
-        table.add_row(m["family"], f"{m['share']:.0%}", str(m["difficulty"]), m["reason"])
+        table.add_row(m["family"], f"{m['share']:.0%}", str(m["episodes"]), str(m["difficulty"]), m["reason"])
     console.print(table)
+    for line in data.get("reports", []):
+        console.print(f"[yellow]report[/] {line}", highlight=False)
+
+def eval_data(store: Store, plan, result) -> dict[str, Any]:
+    """What ``flywheel eval --json`` prints: the batch, and success per family and level."""
+    per = store.duck().execute(
+        "SELECT family, difficulty, count(*), count(*) FILTER (WHERE success) FROM feedback WHERE batch = ? "
+        "GROUP BY 1, 2 ORDER BY 1, 2", [plan.batch]).fetchall()
+    return {
+        "batch": plan.batch, "split": plan.split, "model": plan.model, "already": result.already,
+        "feeds_planner": plan.split == "dev", "results": sum(n for _, _, n, _ in per),
+        "per_family": [{"family": f, "difficulty": d, "n": n, "successes": ok} for f, d, n, ok in per],
+        "missing": list(plan.missing),
+    }
+
+
+def print_eval(console: Console, errors: Console, store: Store, plan, result, *, as_json: bool) -> None:
+    import json
+
+    data = eval_data(store, plan, result)
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    if plan.missing:
+        errors.print(f"no {plan.split} task for {', '.join(plan.missing)}", highlight=False)
+    table = Table(title=f"{plan.model} on {plan.split} tasks ({plan.batch})", box=box.SIMPLE_HEAD)
+    for col in ("family", "level", "results", "success"):
+        table.add_column(col, no_wrap=True)
+    for r in data["per_family"]:
+        table.add_row(r["family"], str(r["difficulty"]), str(r["n"]), f"{r['successes'] / r['n']:.0%}")
+    console.print(table)
+    said = "was already recorded" if result.already else "recorded"
+    use = "the next plan follows it: flywheel plan" if plan.split == "dev" else "reported only: test results never steer the plan"
+    console.print(f"{data['results']} results {said} as {plan.batch}; {use}")

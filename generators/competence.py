@@ -1,89 +1,192 @@
-"""Competence per family and difficulty, and the mix of the next batch. Pure, no I/O.
+"""Competence per family, variant and difficulty, merged over feedback batches. Pure, no I/O.
 
-The rule: more of what the model is still learning, less of what it has mastered,
-and new (harder) tasks where it has mastered a level; where it fails nearly always,
-step down to a level it can learn from. A family with no feedback yet is explored at
-full weight.
+Each batch of results (a trainer's file, an eval) is evidence about one model at one
+moment. The estimate is a beta posterior over success whose counts decay with a batch's
+age: the newest batch counts in full, the one before it by ``decay``, and so on, and a
+batch that measured another model than the newest counts ``model_decay`` less again. So a
+newer batch that omits a family does not erase what an older one measured, it only makes
+it less certain. Too little (decayed) evidence is reported as such, never as mastery or
+failure; mastery needs the high rate in several batches, not one lucky one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from warehouse.contract import FeedbackRecord
 
-MIN_EVIDENCE = 5  # results needed before a level counts as mastered or failing
+MIN_EVIDENCE = 5.0  # decayed results needed before a level is called anything but uncertain
 MASTERED = 0.85
 FAILING = 0.15
-MASTERED_WEIGHT = 0.2  # mastered at the hardest level: keep a little, to notice forgetting
+MASTERED_BATCHES = 2  # batches (newest first, each with enough results) at or above MASTERED
+DECAY = 0.5  # weight of a batch per newer batch after it
+MODEL_DECAY = 0.5  # extra weight factor for a batch that measured another model than the newest
 
 
 @dataclass(frozen=True)
 class Competence:
+    """What is known of one (family, difficulty), or one variant of it."""
+
     family: str
     difficulty: int
-    n: int
+    n: int  # raw results behind the estimate
     successes: int
+    variant: str = ""  # "" for the family as a whole
+    alpha: float | None = None  # decayed successes; None: not decayed (every result counts fully)
+    beta: float | None = None  # decayed failures
+    batches: int = 1
+    mastered_batches: int = 0  # newest batches in a row with a mastered rate
+    models: tuple[str, ...] = ()
+
+    @property
+    def wins(self) -> float:
+        return float(self.successes) if self.alpha is None else self.alpha
+
+    @property
+    def losses(self) -> float:
+        return float(self.n - self.successes) if self.beta is None else self.beta
+
+    @property
+    def evidence(self) -> float:
+        """The decayed number of results: how much the estimate rests on."""
+        return self.wins + self.losses
 
     @property
     def mean(self) -> float:
         """Posterior mean success under a uniform prior (so two results do not look certain)."""
-        return (self.successes + 1) / (self.n + 2)
+        return (self.wins + 1.0) / (self.evidence + 2.0)
+
+    @property
+    def sd(self) -> float:
+        """Posterior standard deviation: the uncertainty shown beside the mean."""
+        a, b = self.wins + 1.0, self.losses + 1.0
+        return math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
 
     @property
     def zone(self) -> str:
-        if self.n < MIN_EVIDENCE:
-            return "learning" if self.n else "unexplored"
-        if self.mean >= MASTERED:
+        """unexplored, uncertain, mastered, failing or learning."""
+        if self.n == 0:
+            return "unexplored"
+        if self.evidence < MIN_EVIDENCE:
+            return "uncertain"
+        if self.mean >= MASTERED and self.mastered_batches >= MASTERED_BATCHES:
             return "mastered"
         if self.mean <= FAILING:
             return "failing"
         return "learning"
 
-
-@dataclass(frozen=True)
-class FamilyMix:
-    family: str
-    weight: float
-    difficulty: int
-    reason: str
+    def describe(self) -> str:
+        """``62% ±9 over 14.5 results (3 batches)``: the number and what it rests on."""
+        return (f"{self.mean:.0%} ±{self.sd * 100:.0f} over {self.evidence:.3g} results "
+                f"({self.batches} batch{'es' if self.batches != 1 else ''})")
 
 
-def competence_table(records: Iterable[FeedbackRecord]) -> dict[tuple[str, int], Competence]:
-    counts: dict[tuple[str, int], list[int]] = {}
+@dataclass
+class _Acc:
+    n: int = 0
+    successes: int = 0
+    alpha: float = 0.0
+    beta: float = 0.0
+    models: set[str] = field(default_factory=set)
+    per_batch: list[tuple[int, int]] = field(default_factory=list)  # (n, successes), newest first
+
+
+def variant_of(template: str | None) -> str:
+    """A task's variant: its template without the wording (``update_phone.terse`` -> ``update_phone``)."""
+    return (template or "").split(".")[0]
+
+
+def is_report(rec: FeedbackRecord) -> bool:
+    """An eval on held-out test tasks: reported, never planned from (the test split stays unseen)."""
+    return rec.source == "eval" and rec.split == "test"
+
+
+def batch_order(records: Iterable[FeedbackRecord]) -> list[tuple[str, str]]:
+    """(batch, model) newest first, by when each batch was recorded."""
+    seen: dict[str, tuple] = {}
     for rec in records:
-        c = counts.setdefault((rec.family, rec.difficulty), [0, 0])
+        key = (rec.recorded_at, rec.batch)
+        if rec.batch not in seen or key > seen[rec.batch][0]:
+            seen[rec.batch] = (key, rec.model)
+    return [(b, m) for b, (_, m) in sorted(seen.items(), key=lambda kv: kv[1][0], reverse=True)]
+
+
+def competence_table(
+    records: Iterable[FeedbackRecord],
+    *,
+    decay: float = DECAY,
+    model_decay: float = MODEL_DECAY,
+    by_variant: bool = False,
+) -> dict[tuple, Competence]:
+    """Competence keyed by (family, difficulty), or (family, variant, difficulty) with
+    ``by_variant``. Results of evals on the ``test`` split are reports, not evidence for the planner."""
+    rows = [r for r in records if not is_report(r)]
+    order = batch_order(rows)
+    age = {b: i for i, (b, _) in enumerate(order)}
+    newest_model = order[0][1] if order else ""
+    weight = {
+        b: decay ** age[b] * (1.0 if m == newest_model else model_decay) for b, m in order
+    }
+    accs: dict[tuple, _Acc] = {}
+    batch_counts: dict[tuple, dict[str, list[int]]] = {}
+    for rec in rows:
+        key = (rec.family, variant_of(rec.template), rec.difficulty) if by_variant else (rec.family, rec.difficulty)
+        acc = accs.setdefault(key, _Acc())
+        w = weight[rec.batch]
+        acc.n += 1
+        acc.successes += int(rec.success)
+        acc.alpha += w * rec.success
+        acc.beta += w * (not rec.success)
+        acc.models.add(rec.model)
+        c = batch_counts.setdefault(key, {}).setdefault(rec.batch, [0, 0])
         c[0] += 1
         c[1] += int(rec.success)
-    return {k: Competence(k[0], k[1], n, ok) for k, (n, ok) in sorted(counts.items())}
+    table: dict[tuple, Competence] = {}
+    for key in sorted(accs):
+        acc = accs[key]
+        counts = batch_counts[key]
+        per_batch = [counts[b] for b, _ in order if b in counts]
+        table[key] = Competence(
+            family=key[0],
+            difficulty=key[-1],
+            variant=key[1] if by_variant else "",
+            n=acc.n,
+            successes=acc.successes,
+            alpha=round(acc.alpha, 9),
+            beta=round(acc.beta, 9),
+            batches=len(per_batch),
+            mastered_batches=_mastered_streak(per_batch),
+            models=tuple(sorted(acc.models)),
+        )
+    return table
 
 
-def next_mix(
-    families: list[str],
-    competence: dict[tuple[str, int], Competence],
-    *,
-    base_difficulty: int,
-    max_difficulty: dict[str, int],
-) -> list[FamilyMix]:
-    """Weight and difficulty of each family in the next batch, with the reason."""
-    mix: list[FamilyMix] = []
-    for fam in families:
-        top = max_difficulty.get(fam, base_difficulty)
-        levels = sorted(d for (f, d) in competence if f == fam)
-        if not levels:
-            mix.append(FamilyMix(fam, 1.0, min(base_difficulty, top), "no feedback yet: explore"))
+def _mastered_streak(per_batch: list[list[int]]) -> int:
+    """Newest batches in a row whose own rate (posterior mean) is mastered; a batch with too
+    few results of this level neither breaks nor extends the streak."""
+    streak = 0
+    for n, ok in per_batch:
+        if n < MIN_EVIDENCE:
             continue
-        level = levels[-1]  # the hardest level the model has been measured on
-        c = competence[(fam, level)]
-        if c.zone == "mastered" and level < top:
-            mix.append(FamilyMix(fam, 1.0, level + 1, f"mastered level {level} ({c.mean:.0%}): harder tasks"))
-        elif c.zone == "mastered":
-            mix.append(FamilyMix(fam, MASTERED_WEIGHT, level, f"mastered the hardest level ({c.mean:.0%}): fewer"))
-        elif c.zone == "failing" and level > 1:
-            mix.append(FamilyMix(fam, 1.0, level - 1, f"failing level {level} ({c.mean:.0%}): a level it can learn"))
-        else:
-            # Most to learn where success is near one half: p(1-p) peaks there.
-            weight = 0.25 + 3.0 * c.mean * (1.0 - c.mean)
-            mix.append(FamilyMix(fam, round(weight, 4), level, f"learning at level {level} ({c.mean:.0%})"))
-    return mix
+        if (ok + 1) / (n + 2) < MASTERED:
+            break
+        streak += 1
+    return streak
+
+
+def capability_competence(table: dict[tuple, Competence], capabilities: dict[str, list[str]]) -> dict[str, Competence]:
+    """Competence per capability (tool use, memory, ...) pooled over the families that test it."""
+    pooled: dict[str, list[float]] = {}
+    for c in table.values():
+        for cap in capabilities.get(c.family, []):
+            p = pooled.setdefault(cap, [0.0, 0.0, 0, 0])
+            p[0] += c.wins
+            p[1] += c.losses
+            p[2] += c.n
+            p[3] += c.successes
+    return {
+        cap: Competence(family=cap, difficulty=0, n=int(n), successes=int(ok), alpha=a, beta=b, batches=0)
+        for cap, (a, b, n, ok) in sorted(pooled.items())
+    }

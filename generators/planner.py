@@ -18,6 +18,8 @@ class TaskSlot:
     difficulty: int
     seed: int
     rollouts: int
+    variants: list[str] = field(default_factory=list)  # draw only these variants (empty: any)
+    curriculum: str = ""  # "failure": a failure curriculum slot (see generators.mix)
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,9 @@ class Plan:
     weights: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # why each family got its share
     source: str = ""  # what decided the mix: "even", "feedback <batch>", "release <id>"
+    curricula: dict[str, dict] = field(default_factory=dict)  # family -> {"kind", "variants"}
+    reports: list[str] = field(default_factory=list)  # what the plan cannot fix with data (harness-side)
+    competence: dict[str, str] = field(default_factory=dict)  # family -> the estimate behind its share
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -44,6 +49,9 @@ class Plan:
             weights=dict(data.get("weights", {})),
             reasons=dict(data.get("reasons", {})),
             source=str(data.get("source", "")),
+            curricula=dict(data.get("curricula", {})),
+            reports=list(data.get("reports", [])),
+            competence=dict(data.get("competence", {})),
         )
 
     def episode_slots(self) -> list[tuple[int, int]]:
@@ -67,10 +75,14 @@ def plan_round(
     difficulties: dict[str, int] | None = None,
     reasons: dict[str, str] | None = None,
     source: str = "",
+    curricula: dict[str, dict] | None = None,
+    reports: list[str] | None = None,
+    competence: dict[str, str] | None = None,
 ) -> Plan:
     """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
     ``rollouts`` per task; the last task of the plan takes the remainder. A family's
-    difficulty is ``difficulties[family]`` if given, else ``difficulty``."""
+    difficulty is ``difficulties[family]`` if given, else ``difficulty``; a family with a
+    curriculum draws only its curriculum's variants."""
     if not families:
         raise ValueError("a plan needs at least one family")
     w = {f: float((weights or {}).get(f, 1.0)) for f in families}
@@ -83,7 +95,9 @@ def plan_round(
     for i, fam in enumerate(order):
         k = min(rollouts, left)
         level = (difficulties or {}).get(fam, difficulty)
-        slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k))
+        cur = (curricula or {}).get(fam, {})
+        slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k,
+                              variants=list(cur.get("variants", [])), curriculum=str(cur.get("kind", ""))))
         left -= k
     return Plan(
         episodes=episodes,
@@ -93,6 +107,9 @@ def plan_round(
         weights={f: round(w[f] / total, 6) for f in w},
         reasons=dict(reasons or {}),
         source=source,
+        curricula=dict(curricula or {}),
+        reports=list(reports or []),
+        competence=dict(competence or {}),
     )
 
 

@@ -55,24 +55,6 @@ def release_candidate(
     }
 
 
-def proposed_plan(store: Store, round_ids: list[str], episodes: int) -> dict[str, Any]:
-    """A starting point for the next round's mix: more of the families that fail more.
-
-    Each family's share is (0.2 + failure rate), normalised; the lead edits it freely."""
-    con = store.duck(round_ids)
-    rows = con.execute(
-        "SELECT e.family, avg(CASE WHEN o.success THEN 1.0 ELSE 0.0 END) "
-        "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY 1 ORDER BY 1"
-    ).fetchall()
-    weights = {fam: 0.2 + (1.0 - rate) for fam, rate in rows}
-    total = sum(weights.values()) or 1.0
-    return {
-        "episodes": episodes,
-        "families": {fam: round(w / total, 3) for fam, w in weights.items()},
-        "based_on": round_ids,
-    }
-
-
 def check_plan(plan: Any) -> dict[str, Any]:
     """The sampling plan if well formed: episodes > 0 and family shares summing to about 1."""
     if not isinstance(plan, dict):
@@ -87,6 +69,11 @@ def check_plan(plan: Any) -> dict[str, Any]:
         raise InputError("sampling plan: every family share must be a number >= 0")
     if abs(sum(fams.values()) - 1.0) > 0.01:
         raise InputError(f"sampling plan: family shares sum to {sum(fams.values()):.3f}, not 1")
+    if "external" in fams:
+        raise InputError("sampling plan: 'external' (imported conversations) is not a family a round can generate")
+    levels = plan.get("difficulties", {})
+    if not isinstance(levels, dict) or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in levels.values()):
+        raise InputError("sampling plan: 'difficulties' must map family ids to levels >= 1")
     return plan
 
 

@@ -8,57 +8,15 @@ from datetime import UTC, datetime
 import pytest
 
 from flows import stages
-from flows.feedback_cmd import eval_round, import_feedback
-from flows.stages.plan import next_plan
-from generators.competence import Competence, competence_table, next_mix
+from flows.eval_cmd import plan_eval, run_eval
+from flows.feedback_cmd import import_feedback
+from flows.planning import next_plan
 from generators.planner import Plan
 from tests.conftest import cli_env, flywheel
-from warehouse.contract import FeedbackRecord
 from warehouse.errors import InputError
 from warehouse.settings import load_settings
 from warehouse.state import Round
 from warehouse.store import Store
-
-NOW = datetime(2026, 3, 2, tzinfo=UTC)
-MAXIMA = {"A": 3, "B": 3, "C": 3, "D": 3, "E": 3}
-
-
-def _fb(family: str, difficulty: int, results: list[bool]) -> list[FeedbackRecord]:
-    return [
-        FeedbackRecord(task_id=f"t{i}", family=family, difficulty=difficulty, success=ok, batch="b", recorded_at=NOW)
-        for i, ok in enumerate(results)
-    ]
-
-
-def test_competence_zones_need_evidence():
-    table = competence_table(_fb("A", 1, [True] * 2) + _fb("B", 1, [True] * 20) + _fb("C", 2, [False] * 20))
-    assert table[("A", 1)].zone == "learning"  # two results prove nothing yet
-    assert table[("B", 1)].zone == "mastered"
-    assert table[("C", 2)].zone == "failing"
-    assert Competence("X", 1, 0, 0).zone == "unexplored"
-
-
-def test_next_mix_moves_each_family_where_it_has_most_to_learn():
-    records = (
-        _fb("A", 1, [True] * 19 + [False])  # mastered level 1: harder tasks
-        + _fb("B", 3, [True] * 20)  # mastered the hardest level: fewer
-        + _fb("C", 2, [False] * 20)  # failing level 2: step down
-        + _fb("D", 1, [True, False] * 10)  # learning, right at one half
-    )
-    mix = {m.family: m for m in next_mix(list("ABCDE"), competence_table(records), base_difficulty=1, max_difficulty=MAXIMA)}
-    assert (mix["A"].difficulty, mix["B"].difficulty, mix["C"].difficulty, mix["D"].difficulty) == (2, 3, 1, 1)
-    assert mix["B"].weight < mix["D"].weight
-    assert mix["E"].reason.startswith("no feedback")
-    assert all(m.reason for m in mix.values())
-
-
-def test_learning_weight_peaks_at_one_half():
-    def weight(successes: int) -> float:
-        table = competence_table(_fb("D", 1, [True] * successes + [False] * (20 - successes)))
-        return next_mix(["D"], table, base_difficulty=1, max_difficulty=MAXIMA)[0].weight
-
-    assert weight(10) > weight(14) > weight(16)
-    assert weight(10) > weight(6) > weight(4)
 
 
 def _complete_round(store: Store, settings) -> str:
@@ -71,19 +29,37 @@ def _complete_round(store: Store, settings) -> str:
     return rnd.id
 
 
-def test_eval_of_a_round_changes_the_next_plan(tmp_path, state_url):
+def test_an_eval_on_dev_tasks_steers_the_next_plan_and_one_on_test_does_not(tmp_path, state_url):
     settings = load_settings(data_dir=tmp_path / "d", state_url=state_url, round={"episodes": 60, "rollouts": 2})
     store = Store(settings.data_dir, settings.state_url)
-    first = _complete_round(store, settings)
+    _complete_round(store, settings)
     families = stages.selected_families(settings)
     even = next_plan(store, settings, families, 2)
     assert len(set(even.weights.values())) == 1
-    result = eval_round(store, None)
-    assert (result.batch, result.imported) == (f"eval-{first}", 60)
-    assert eval_round(store, first).already
+    with pytest.raises(InputError, match="never evaluated as if held out"):
+        plan_eval(store, settings, families, split="train", episodes=10)
+    # A test eval is recorded and reported, but the plan does not move.
+    test = plan_eval(store, settings, families, split="test", episodes=30)
+    assert {t.split for t in test.tasks} == {"test"}
+    assert run_eval(store, settings, test).imported == len(test.tasks)
+    assert next_plan(store, settings, families, 2).weights == even.weights
+    # A dev eval: fresh dev tasks only (none of the round's), results with failure types.
+    dev = plan_eval(store, settings, families, split="dev", episodes=60)
+    assert {t.split for t in dev.tasks} == {"dev"} and len(dev.tasks) == 60 - 10 * len(dev.missing)
+    round_tasks = {r[0] for r in store.duck(["r0001"]).execute("SELECT task_id FROM tasks").fetchall()}
+    assert not round_tasks & {t.task_id for t in dev.tasks}
+    result = run_eval(store, settings, dev)
+    assert (result.batch, result.imported) == (dev.batch, len(dev.tasks))
+    assert run_eval(store, settings, plan_eval(store, settings, families, split="dev", episodes=60)).already
+    failures = store.duck().execute(
+        "SELECT count(*) FILTER (WHERE NOT success), count(failure_type) FROM feedback WHERE batch = ?",
+        [dev.batch]).fetchone()
+    assert failures[0] > 0 and failures[0] == failures[1]  # every failure says why
     adapted = next_plan(store, settings, families, 2)
     assert len(set(adapted.weights.values())) > 1
     assert set(adapted.reasons) == set(families)
+    # Eval episodes are never a round's (so never training data).
+    assert store.duck(["r0001"]).execute("SELECT count(*) FROM episodes").fetchone()[0] == 60
     # The next round is planned from that feedback, and keeps its plan when resumed.
     second = _complete_round(store, settings)
     with store.session() as s:
@@ -135,13 +111,15 @@ def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
     decisions.record_decision(store, reviewer="ann", round_id=first, episode_id=eid, decision="approve")
     rel = release.approve_release(
         store, lead="lea", dataset_version="v1", round_ids=[first],
-        sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}}, overlap=Overlap(0.0, 2),
+        sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}, "difficulties": {"F02": 2}},
+        overlap=Overlap(0.0, 2),
     )
     families = stages.selected_families(settings)
     planned = next_plan(store, settings, families, 2)
     assert planned.source == f"release {rel.id}" and planned.episodes == 10
     assert {s.family for s in planned.slots} == {"F02", "F05"}
     assert planned.weights == {"F02": 0.75, "F05": 0.25}
+    assert {s.difficulty for s in planned.slots if s.family == "F02"} == {2}  # the lead's level
     second = _complete_round(store, settings)
     assert store.duck([second]).execute("SELECT count(*) FROM episodes").fetchone()[0] == 10
     # Used once: the round after goes back to the settings and the feedback.

@@ -26,10 +26,10 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     assert exported["rows"] == sum(exported["splits"].values()) > 0
     assert json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())["excluded"] == exported["excluded"]
 
-    evaluated = _json(flywheel("eval", "--json", *d, env=env, cwd=tmp_path))
-    assert evaluated["imported"] > 0 and evaluated["already_imported"] is False and evaluated["skipped"] == []
-    again = _json(flywheel("eval", "--json", *d, env=env, cwd=tmp_path))
-    assert again["already_imported"] is True and again["batch"] == evaluated["batch"]
+    evaluated = _json(flywheel("eval", "--episodes", "6", "--no-progress", "--json", *d, env=env, cwd=tmp_path))
+    assert evaluated["results"] > 0 and evaluated["already"] is False and evaluated["split"] == "dev"
+    again = _json(flywheel("eval", "--episodes", "6", "--json", *d, env=env, cwd=tmp_path))
+    assert again["already"] is True and again["batch"] == evaluated["batch"]
 
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps({"task_id": task_id, "success": True}) + "\nnot json\n")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -97,3 +98,20 @@ def test_cli_families_and_gate(tmp_path):
     _one_line_error(flywheel("gate", "--family", "F42", env=env, cwd=tmp_path), "F42")
     _one_line_error(flywheel("gate", "--family", "F03", "--knob", "noise=2", env=env, cwd=tmp_path), "noise")
     _one_line_error(flywheel("gate", "--knob", "noise", env=env, cwd=tmp_path), "NAME=LEVEL")
+
+
+class UnseededWorldFamily(ContactCrud):
+    """Broken on purpose: its world draws one value from an unseeded generator."""
+
+    def populate(self, world, rng, task):
+        super().populate(world, rng, task)
+        world.table("notes").insert({"id": "n-unseeded", "title": "scratch", "folder": "Home",
+                                     "body": f"{random.SystemRandom().random():.12f}", "updated_at": ""})
+
+
+def test_gate_rejects_a_family_whose_world_is_not_a_function_of_its_seed():
+    family = UnseededWorldFamily()
+    task = family.make_task(3, 1)
+    assert gate_reason(family, task) == "nondeterministic"
+    assert gate_report([family], seeds=4)["F01"]["rejections"] == {"nondeterministic": 4}
+    assert gate_reason(get_family("F01"), get_family("F01").make_task(3, 1)) is None  # the honest family is kept

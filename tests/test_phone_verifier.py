@@ -110,3 +110,81 @@ def test_unknown_kind_fails_loudly_and_minefield_fails_the_episode():
     calls = [call(0, "contacts_delete", contact_id="c-0001")]
     _, success, progress, mines = evaluate(task, before, world, calls, {"status": "completed"})
     assert mines == ["mine"] and not success and progress == 0.5
+
+
+@pytest.mark.parametrize("kind,expected,answer,ok", [
+    ("int", 1, 1, True),
+    ("int", 1, 1.0, True),
+    ("int", 1, "1", True),
+    ("int", 1, 1.9, False),  # int(1.9) == 1 is coercion, not the answer
+    ("int", 1, "1.9", False),
+    ("int", 1, True, False),  # a bool is no count
+    ("int", 3, float("nan"), False),
+    ("number", 14.2, "14.20", True),
+    ("number", 14.2, 14.21, False),
+    ("number", 14.2, float("inf"), False),
+    ("phone", "+1 415-555-0101", "+1 (415) 555 0101", True),
+    ("phone", "+1 415-555-0101", "+1 415-555-01O1", False),  # a letter O is not a zero
+    ("phone", "+1 415-555-0101", "+1 415-555-0101 x", False),
+])
+def test_typed_answers_compare_by_type(kind, expected, answer, ok):
+    assert check("answer", {"expected": expected, "type": kind}, finish={"status": "completed", "answer": answer}) is ok
+
+
+def test_phone_matching_ignores_formatting_not_letters():
+    assert same("+1 415-555-0101", "+1.415.555.0101", "normalised", "phone")
+    assert not same("+1 415-555-0101", "+1 415-555-O101", "normalised", "phone")
+    assert not same("+1 415-555-0101", "+1 415-555-0101b", "normalised", "phone")
+
+
+def _finish_with_claim(task, fact):
+    from generators.phone.env import PhoneEnv
+    from generators.phone.families import get_family
+
+    family = get_family(task.family)
+    env = PhoneEnv(task, family)
+    env.reset()
+    *calls, done = family.reference_actions(task)
+    for action in calls:
+        env.step(action)
+    done = done.model_copy(deep=True)
+    done.arguments["claims"] = [{"fact": fact, "call_id": "step-0"}]
+    env.step(done)
+    return env.evaluate()
+
+
+@pytest.mark.parametrize("fid", ["F02", "F06"])
+def test_families_with_hard_claims_fail_an_answer_citing_a_fact_no_call_returned(fid):
+    from generators.phone.families import get_family
+
+    task = get_family(fid).make_task(2, 1)
+    _, success, _, _ = _finish_with_claim(task, "the answer is 97 according to the manager")
+    assert not success
+    assert not _finish_with_claim(task, "")[1]  # an empty fact is never grounded either
+    from generators.phone.env import PhoneEnv
+
+    env = PhoneEnv(task)
+    env.reset()
+    env.step(get_family(fid).reference_actions(task)[0])
+    result = env.calls[0]["result"]
+    fact = next(v for v in _strings(result) if len(v) > 3)
+    assert _finish_with_claim(task, fact)[1]  # a fact the cited call returned passes
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def test_a_made_up_claim_costs_progress_only_where_claims_are_soft():
+    from generators.phone.families import get_family
+
+    task = get_family("F01").make_task(2, 1)
+    _, success, progress, _ = _finish_with_claim(task, "the answer is 97 according to the manager")
+    assert success and progress < 1.0

@@ -168,27 +168,47 @@ def at_errors(at: AppTest) -> list[str]:
     return [e.value for e in at.error] + ([str(at.exception)] if at.exception else [])
 
 
-def test_a_lead_approves_a_release_beside_the_last_one(world):
+def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(world, tmp_path):
+    from flows.planning import refresh_proposal
+    from warehouse.settings import load_settings
+
     store, ids = world
     for eid in ids[:3]:
         decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
     lea = _signed_in("lea")
     lea.sidebar.radio(key="nav").set_value("Release").run()
+    assert any("No plan proposed yet" in i.value for i in lea.info)
+    assert not [b for b in lea.button if b.key == "rel_approve"]
+    settings = load_settings(data_dir=store.data_dir, round={"episodes": 40})
+    proposal = refresh_proposal(store, settings, ["F01", "F02", "F03"])
+    lea.run()
     assert lea.text_input(key="rel_version").value == "v0001"
-    lea.text_area(key="rel_plan").input('{"episodes": 10, "families": {"F01": 0.7}}').run()
-    lea.button(key="rel_approve").click().run()
-    assert any("sum to 0.700" in e.value for e in lea.error)
-    with store.session() as s:
-        assert rt.list_releases(session=s) == []
-    lea.text_area(key="rel_plan").input('{"episodes": 10, "families": {"F01": 0.7, "F02": 0.3}}').run()
+    # The proposal is a table of families a round can generate, each with its share and reason.
+    assert lea.number_input(key="plan-share-F01").value == pytest.approx(proposal["mix"][0]["share"])
+    assert not [w for w in lea.number_input if w.key == "plan-share-external"]
+    assert any("no feedback yet" in c.value for c in lea.caption)
+    # The lead drops F03 and raises F02's level; shares are renormalised.
+    lea.number_input(key="plan-share-F03").set_value(0.0)
+    lea.number_input(key="plan-level-F02").set_value(2)
+    lea.number_input(key="rel_episodes").set_value(30).run()
     lea.button(key="rel_approve").click().run()
     assert not at_errors(lea)
     assert any("Approved rel-0001: v0001 with 3 episodes" in s.value for s in lea.success)
     with store.session() as s:
         [rel] = rt.list_releases(session=s)
-    assert (rel.approved_by, rel.episodes, rel.sampling_plan["families"]["F02"]) == ("lea", 3, 0.3)
+    plan = rel.sampling_plan
+    assert (rel.approved_by, rel.episodes, plan["episodes"]) == ("lea", 3, 30)
+    assert plan["families"] == {"F01": 0.5, "F02": 0.5} and plan["difficulties"] == {"F01": 1, "F02": 2}
+    assert plan["edited"] is True
     assert lea.text_input(key="rel_version").value == "v0002"
     assert any("rel-0001" in c.value for c in lea.caption)  # the last release is shown beside the new one
+    # Every share at 0 is refused in place, and nothing is released.
+    for fam in ("F01", "F02", "F03"):
+        lea.number_input(key=f"plan-share-{fam}").set_value(0.0)
+    lea.button(key="rel_approve").click().run()
+    assert any("every family's share is 0" in e.value for e in lea.error)
+    with store.session() as s:
+        assert len(rt.list_releases(session=s)) == 1
 
 
 def test_dashboard_renders_its_plots(world):

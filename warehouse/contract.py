@@ -214,6 +214,13 @@ class FeedbackRecord(_Record):
     source: Literal["trainer", "eval"] = "trainer"
     batch: str  # the import or eval this record came in with
     recorded_at: datetime
+    # Optional, so shards written before they existed still read: the task's wording
+    # (its variant is the part before the dot), the split the task was drawn from (an
+    # eval on ``test`` is reported, never planned from), and why a failure failed.
+    template: str | None = None
+    split: str | None = None
+    failure_side: str | None = None
+    failure_type: str | None = None
 
 
 class EpisodeRecord(_Record):

@@ -60,6 +60,19 @@ class Shard(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
 
 
+class PlanProposal(SQLModel, table=True):
+    """The competence planner's proposal for the next round, as the flows last computed it.
+
+    The review app's release page shows it (it may not import the planner); a lead edits
+    and approves it with a release. Refreshed whenever its inputs change (a round ends,
+    feedback arrives, ``flywheel plan``, ``flywheel review`` starts)."""
+
+    __tablename__ = "plan_proposals"
+    id: str = Field(primary_key=True)  # "next": there is one proposal at a time
+    data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # what ``flywheel plan --json`` prints
+    computed_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+
+
 class ReviewBase(SQLModel):
     episode_id: str = Field(index=True)
     round_id: str = Field(index=True)
@@ -242,3 +255,18 @@ def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int,
     for row in session.exec(select(ModelReply).where(ModelReply.round_id == round_id)):
         out.setdefault(row.episode_id, {})[row.step_index] = row.reply
     return out
+
+
+def save_proposal(*, session: Session, data: dict[str, Any]) -> PlanProposal:
+    """Store the planner's proposal for the next round (replacing the last one)."""
+    row = session.get(PlanProposal, "next") or PlanProposal(id="next")
+    row.data = data
+    row.computed_at = utcnow()
+    session.add(row)
+    session.commit()
+    session.refresh(row)
+    return row
+
+
+def get_proposal(*, session: Session) -> PlanProposal | None:
+    return session.get(PlanProposal, "next")

@@ -17,14 +17,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from flows.model_setup import StateJournal, make_engine, model_policy
-from flows.runners import workers
-from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
 from flows.stages.write import load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
 from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
 from warehouse import state
+from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -44,16 +44,36 @@ def shard_slots(plan_data: dict, key: str) -> list[tuple[int, int]]:
 
 
 @asynccontextmanager
-async def round_policy(rnd: state.Round, store: Store, settings: Settings) -> AsyncIterator[Policy]:
-    """The policy that collects ``rnd`` (the one its plan names), open for one shard."""
-    if rnd.plan.get("policy", {}).get("name") != "openai":
-        yield ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=rnd.seed)
+async def open_policy(name: str, seed: int, round_id: str, store: Store, settings: Settings) -> AsyncIterator[Policy]:
+    """The policy ``name`` (scripted or openai) open for one batch of episodes; a model
+    policy journals its replies under ``round_id``."""
+    if name != "openai":
+        yield ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
         return
     engine = make_engine(settings, store, workers=workers(settings))
     try:
-        yield ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, rnd.id))
+        yield ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, round_id))
     finally:
         await engine.close()
+
+
+def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]], settings: Settings,
+                    started: datetime, *, policy: str, seed: int, batch_id: str | None = None) -> list[EpisodeRecord]:
+    """Run ``(task, rollout)`` jobs with the named policy, concurrently on asyncio; records in job order."""
+
+    async def run() -> list[EpisodeRecord]:
+        async with open_policy(policy, seed, round_id, store, settings) as actor:
+            return await collect_episodes(jobs, actor, round_id=round_id, batch_id=batch_id or f"{round_id}-b0",
+                                          created_at=started)
+
+    return asyncio.run(run())
+
+
+def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeRecord]) -> None:
+    """Episodes, steps and outcomes of one unit, written and recorded at once."""
+    store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
+                                      "steps": [s for r in records for s in r.steps],
+                                      "outcomes": [r.outcome for r in records]})
 
 
 def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> dict[str, int]:
@@ -63,16 +83,9 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
         rnd = s.get(state.Round, round_id)
     slots = shard_slots(rnd.plan, key)
     tasks = load_tasks(store, round_id, [i for i, _ in slots])
-
-    async def run():
-        async with round_policy(rnd, store, settings) as policy:
-            return await collect_episodes([(tasks[i], rollout) for i, rollout in slots], policy, round_id=round_id,
-                                          batch_id=f"{round_id}-b0", created_at=started)
-
-    records = asyncio.run(run())
-    store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
-                                      "steps": [s for r in records for s in r.steps],
-                                      "outcomes": [r.outcome for r in records]})
+    records = collect_records(store, round_id, [(tasks[i], rollout) for i, rollout in slots], settings, started,
+                              policy=rnd.plan.get("policy", {}).get("name", "scripted"), seed=rnd.seed)
+    commit_records(store, round_id, key, records)
     return {"episodes": len(records), "successes": sum(r.outcome.success for r in records),
             "steps": sum(len(r.steps) for r in records)}
 

@@ -9,6 +9,7 @@ a worker running many shards opens the state database once), its run logger.
 from __future__ import annotations
 
 import logging
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ SettingsDoc = dict[str, Any]
 def settings_doc(settings: Settings) -> SettingsDoc:
     """The settings as plain values for a task's arguments (secrets stay SecretStr: never printed)."""
     return settings.model_dump()
+
+
+def workers(settings: Settings) -> int:
+    """How many shards of a round run at once (``round.workers``, default the machine's cores)."""
+    return settings.round.workers or os.cpu_count() or 1
 
 
 def open_settings(doc: SettingsDoc) -> Settings:

@@ -12,6 +12,7 @@ from flows.model_setup import StateJournal, make_engine
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.phone.families import get_family
 from generators.planner import Plan
+from generators.task_batch import MAX_SEED_TRIES, write_slot
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
 from warehouse import state
@@ -22,7 +23,6 @@ from warehouse.settings import Settings
 from warehouse.store import Store
 
 TASKS_KEY = "batch-0000"
-MAX_SEED_TRIES = 8
 
 
 def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings | None = None) -> list[TaskSpec]:
@@ -36,22 +36,17 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
     tried = 0
     rejections: dict[str, int] = {}
     for slot in plan.slots:
-        family = get_family(slot.family)
-        for attempt in range(MAX_SEED_TRIES):
-            tried += 1
-            seed = slot.seed + attempt * 1_000_000_007
-            task = family.make_task(seed, slot.difficulty, writer)
-            reason = family.gate(task)
-            if reason is None:
-                tasks.append(task)
-                break
-            rejections[reason] = rejections.get(reason, 0) + 1
-        else:
+        written = write_slot(get_family(slot.family), slot, writer)
+        tried += written.tried
+        for reason, n in written.rejections.items():
+            rejections[reason] = rejections.get(reason, 0) + n
+        if written.task is None:
             raise ConfigError(
                 f"family {slot.family} at level {slot.difficulty} failed the generation gate {MAX_SEED_TRIES} times "
-                f"in a row ({', '.join(f'{k} {v}' for k, v in sorted(rejections.items()))}); "
+                f"in a row ({', '.join(f'{k} {v}' for k, v in sorted(written.rejections.items()))}); "
                 f"see 'flywheel gate --family {slot.family}'"
             )
+        tasks.append(written.task)
     if plan_data.get("writer") == "openai":
         tasks = word_tasks_with_model(store, round_id, tasks, settings)
     # The batch's gate counts are saved before the tasks are committed: once the tasks

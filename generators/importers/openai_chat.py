@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from generators.phone.families.base import split_for_template
+from generators.phone.families import split_for_template
 from warehouse.contract import (
     Action,
     Episode,
@@ -146,7 +146,7 @@ SPLITS = ("train", "dev", "test", "challenge")
 
 
 def _split(task: dict[str, Any], family: str, template: str) -> str:
-    """The record's own split when it names one, else the same template hash collected tasks use."""
+    """The record's own split when it names one, else the variant's split, as for collected tasks."""
     split = task.get("split")
     return split if split in SPLITS else split_for_template(family, template)
 

@@ -74,9 +74,17 @@ class PhoneEnv:
         self.family = family or get_family(task.family)
         self.world: World | None = None
 
-    def reset(self) -> dict[str, Any]:
-        """Rebuild the initial world; returns the observation an agent starts from."""
-        self.world, self._digests = self.family.initial_world(self.task)
+    def reset(self, fresh: bool = False) -> dict[str, Any]:
+        """Rebuild the initial world; returns the observation an agent starts from.
+
+        Rollouts start from a copy of the family's cached world; ``fresh`` builds it from
+        scratch instead (the gate's determinism check must see two independent builds).
+        """
+        if fresh:
+            self.world = self.family.build_world(self.task)
+            self._digests = {n: self.world.table_digest(n) for n in self.world.tables}
+        else:
+            self.world, self._digests = self.family.initial_world(self.task)
         self.initial = self.world.snapshot()
         self._last = self.initial  # the snapshot after the previous step
         self.verifier = StepVerifier(self.task, self.initial, self.world)

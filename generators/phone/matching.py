@@ -7,12 +7,19 @@ import re
 from typing import Any
 
 
+PHONE_FORMATTING = re.compile(r"[\s().+-]")  # what people type around a number's digits
+
+
 def normalise(value: Any, field: str = "") -> Any:
-    """A value as people mean it: case and spacing ignored; phone numbers as digits."""
+    """A value as people mean it: case and spacing ignored; phone numbers without their formatting.
+
+    Only formatting (spaces, dashes, dots, parentheses, a plus) leaves a phone number: a
+    letter stays, so ``415-555-01O1`` (a letter O) never matches ``415-555-0101``.
+    """
     if isinstance(value, str):
         s = " ".join(value.strip().casefold().split())
         if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
-            return re.sub(r"\D", "", s)
+            return PHONE_FORMATTING.sub("", s)
         return s
     if isinstance(value, list):
         return [normalise(v, field) for v in value]

@@ -8,6 +8,7 @@ hint, because an agent learns from the hint and a crash teaches it nothing.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,7 +28,14 @@ class PhoneError(Exception):
 
     def as_dict(self) -> dict[str, Any]:
         """The error in the wire form of a tool reply."""
-        return {"code": self.code, "message": self.message, "retryable": self.retryable, "hint": self.hint}
+        return {"code": self.code, "message": _cut(self.message), "retryable": self.retryable, "hint": _cut(self.hint)}
+
+
+MESSAGE_LIMIT = 400  # an error echoing a 10 kB argument would flood the agent's context
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MESSAGE_LIMIT else f"{text[:MESSAGE_LIMIT]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True)
@@ -91,13 +99,20 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _shown(value: Any) -> str:
+    """A value as an error message shows it, cut short."""
+    return _cut(repr(value))
+
+
 def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     """A problem with one argument value, or None."""
     kind = schema.get("type")
     if kind and not _JSON_TYPES[kind](value):
-        return f"'{name}' must be of type {kind}, got {type(value).__name__} {value!r}"
+        return f"'{name}' must be of type {kind}, got {type(value).__name__} {_shown(value)}"
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN or infinity; a balance must not either
+        return f"'{name}' must be a finite number, got {value!r}"
     if "enum" in schema and value not in schema["enum"]:
-        return f"'{name}' must be one of {schema['enum']}, got {value!r}"
+        return f"'{name}' must be one of {schema['enum']}, got {_shown(value)}"
     if "minimum" in schema and value < schema["minimum"]:
         return f"'{name}' must be >= {schema['minimum']}, got {value!r}"
     if "maximum" in schema and value > schema["maximum"]:

@@ -8,6 +8,8 @@ A call record is ``{"index": int, "tool": str, "arguments": dict, "ok": bool}``.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -59,16 +61,37 @@ def _check_allowed_changes(p: dict[str, Any], changes: list[dict[str, Any]], **_
 
 
 def _typed(value: Any, kind: str) -> Any:
+    """``value`` as an answer of ``kind``, or None when it is not one.
+
+    By type, not by coercion: an ``int`` answer is an integer (``3``, ``3.0`` or ``"3"``),
+    so ``1.9`` is no answer for ``1``; a ``number`` compares to the cent; a ``phone``
+    ignores formatting, not letters.
+    """
     if kind == "int":
-        try:
-            return int(float(str(value).strip()))
-        except (ValueError, OverflowError):
+        if isinstance(value, bool):
             return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            return int(value) if math.isfinite(value) and value.is_integer() else None
+        if isinstance(value, str) and re.fullmatch(r"[+-]?\d+(\.0*)?", value.strip()):
+            return int(float(value.strip()))
+        return None
+    if kind == "number":
+        if isinstance(value, bool):
+            return None
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            return None
+        return round(number, 2) if math.isfinite(number) else None
     if kind == "time" and isinstance(value, str):
         try:
             return parse_time(value)
         except PhoneError:
             return None
+    if kind == "phone":
+        return normalise(value, "phone") if isinstance(value, str) else None
     if kind == "list" and isinstance(value, list):
         return sorted(str(normalise(v)) for v in value)
     return normalise(value)
@@ -79,6 +102,8 @@ def _check_answer(p: dict[str, Any], finish_args: dict[str, Any] | None, **_: An
         return False, "no answer given"
     kind = p.get("type", "str")
     got, want = _typed(finish_args["answer"], kind), _typed(p["expected"], kind)
+    if got is None:
+        return False, f"answer {finish_args['answer']!r} is not a {kind}"
     return got == want, "" if got == want else f"answer {finish_args['answer']!r} != {p['expected']!r}"
 
 

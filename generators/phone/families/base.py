@@ -22,7 +22,7 @@ from generators.phone.tools import TOOLS, call_tool
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
-GENERATOR_VERSION = "0.2"
+GENERATOR_VERSION = "0.3"  # 0.3: splits by variant, challenge split
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 WORLD_CACHE = 256  # initial worlds kept per family
@@ -41,11 +41,25 @@ class Writer(Protocol):
 # every task: whatever the agent claims in finish must be in what an earlier call returned
 CLAIMS_GROUNDED = Requirement(id="claims_grounded", kind="claims_grounded", hard=False, weight=0.5, noop_passes=True,
                               description="every claim cites a call whose result holds the fact")
+# for families whose answers carry facts (F02, F06): a claim no call returned fails the task
+HARD_CLAIMS_GROUNDED = CLAIMS_GROUNDED.model_copy(update={"hard": True})
 
 
-def split_for_template(family_id: str, template: str) -> Split:
-    """train / dev / test from a hash of the template, never from the seed."""
-    bucket = int(digest([family_id, template], 8), 16) % 10
+SPLITS: tuple[Split, ...] = ("train", "dev", "test", "challenge")
+
+
+def variant_of(template: str) -> str:
+    """The variant of a template name ``<variant>.<wording>``: what the task asks, not how it is worded."""
+    return template.split(".", 1)[0]
+
+
+def hashed_split(family_id: str, template: str) -> Split:
+    """train / dev / test from a hash of the template's *variant* (never the wording or the seed).
+
+    For tasks of families that declare no splits (imported conversations); a registered
+    family declares each variant's split in ``Family.splits``.
+    """
+    bucket = int(digest([family_id, variant_of(template)], 8), 16) % 10
     return "train" if bucket < 6 else "dev" if bucket < 8 else "test"
 
 
@@ -75,9 +89,13 @@ class Family:
     capability: str = "tool_use"
     tags: tuple[str, ...] = ()  # finer capability tags; the scripted policy's error rates key on them
     templates: tuple[str, ...] = ()
+    # variant -> split, declared (not hashed) so every family has every split and adding a
+    # variant never moves another; every wording, seed and difficulty of a variant shares it
+    splits: dict[str, Split] = {}
     tools: tuple[str, ...] = ()
     max_difficulty: int = 3
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
+    hard_claims: bool = False  # a claim citing a fact no call returned fails the task, not only costs progress
 
     # -- hooks --------------------------------------------------------------
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
@@ -99,6 +117,10 @@ class Family:
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         """Private facts read off the built world (e.g. an expected count). Default none."""
         return {}
+
+    def split_of(self, template: str) -> Split:
+        """The split of a template's variant (declared; a hash for an undeclared one)."""
+        return self.splits.get(variant_of(template)) or hashed_split(self.id, template)
 
     # -- difficulty knobs -----------------------------------------------------
     def knob_levels(self, difficulty: int, overrides: dict[str, int] | None = None) -> dict[str, int]:
@@ -123,13 +145,15 @@ class Family:
         """A complete, verifiable task from a seed; template and params depend on the seed only.
 
         ``knobs`` sets single difficulty knobs apart from ``difficulty`` (e.g. ``{"noise": 3}``).
+        A variant held out as ``challenge`` is always made at the highest difficulty.
         """
         writer = writer or TemplateWriter()
-        difficulty = max(1, min(self.max_difficulty, int(difficulty)))
-        levels = self.knob_levels(difficulty, knobs)
         rng = random.Random(digest([self.id, "params", seed]))
         template = self.templates[rng.randrange(len(self.templates))]
-        public, private = self.sample_params(rng, template.split(".")[0], levels)
+        split = self.split_of(template)
+        difficulty = self.max_difficulty if split == "challenge" else max(1, min(self.max_difficulty, int(difficulty)))
+        levels = self.knob_levels(difficulty, knobs)
+        public, private = self.sample_params(rng, variant_of(template), levels)
         private["knobs"] = levels
         # a knob set apart from the difficulty builds another world, so it is another task
         moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
@@ -139,14 +163,16 @@ class Family:
             difficulty=difficulty, public_params=public, private_params=private,
             instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
             faults=private.pop("faults", []),
-            capabilities=[self.capability, *self.tags], split=split_for_template(self.id, template),
+            capabilities=[self.capability, *self.tags], split=split,
             generator_version=GENERATOR_VERSION,
         )
-        task.private_params.update(self.facts(task, self.build_world(task)))
+        world = self.build_world(task)
+        task.private_params.update(self.facts(task, world))  # facts are read off the world, never change it
         reference = self.solve(task)
         task.tools = self.exposed_tools(task, reference)
-        _, changes = self.simulate(task, reference)
-        task.requirements = [*self.requirements(task, changes), CLAIMS_GROUNDED]
+        _, changes = self.simulate(task, reference, world)
+        task.requirements = [*self.requirements(task, changes),
+                             HARD_CLAIMS_GROUNDED if self.hard_claims else CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
         return task
@@ -197,9 +223,11 @@ class Family:
         """The reference solution, ending with finish."""
         return self.solve(task)
 
-    def simulate(self, task: TaskSpec, actions: list[Action]) -> tuple[World, list[dict[str, Any]]]:
-        """Run the tool calls of ``actions`` on a fresh world: (final world, row changes)."""
-        world = self.build_world(task)
+    def simulate(self, task: TaskSpec, actions: list[Action],
+                 world: World | None = None) -> tuple[World, list[dict[str, Any]]]:
+        """Run the tool calls of ``actions`` on a fresh world (or on ``world``, changed in place):
+        (final world, row changes)."""
+        world = world if world is not None else self.build_world(task)
         before = world.snapshot()
         for a in actions:
             if a.kind == "tool_call":

@@ -27,6 +27,7 @@ class ContactCrud(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "contacts_create", "contacts_update",
              "contacts_delete", "contacts_sync", "calendar_list_events", "device_get_settings",
              "device_grant_permission")
+    splits = {"update_phone": "train", "delete_contact": "train", "create_contact": "test"}
     knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3; from 2 a company to match too"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

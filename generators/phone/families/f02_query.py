@@ -31,6 +31,8 @@ class QueryAggregate(Family):
     tools = ("calendar_list_events", "calendar_create_event", "calendar_update_event", "calendar_delete_event",
              "alarms_list", "contacts_search", "contacts_list", "contacts_get", "contacts_update",
              "device_get_settings")
+    hard_claims = True  # an answer backed by a made-up fact is a failure
+    splits = {"count_day": "train", "company_count": "train", "first_start": "dev"}
     knobs = {"noise": "events per other day 1/2/3, contacts 10/20/35", "targets": "more matching rows"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

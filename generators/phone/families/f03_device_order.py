@@ -42,6 +42,7 @@ class DeviceOrder(Family):
     tools = ("device_get_settings", "device_check_connectivity", "device_set_wifi", "device_set_bluetooth",
              "device_set_airplane_mode", "device_set_mobile_data", "device_set_do_not_disturb",
              "device_set_volume", "device_set_brightness", "alarms_list", "alarms_create")
+    splits = {"flight": "train", "meeting": "train", "bedtime": "dev"}
     knobs = {"horizon": "changes 2/3/4"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

@@ -36,6 +36,7 @@ class RecoverPrerequisite(Family):
              "device_set_airplane_mode", "device_set_wifi", "device_grant_permission", "calendar_list_events",
              "calendar_create_event", "notes_list_folders", "notes_create_folder", "notes_create", "notes_search",
              "todos_create")
+    splits = {"offline_text": "train", "event_permission": "train", "missing_folder": "dev"}
     knobs = {"faults": "1 missing prerequisite; 2: plus a one-off TIMEOUT; "
                        "3: plus a second prerequisite for texts", "noise": "rows 6/12/20"}
 

@@ -48,6 +48,7 @@ class AskOrDecline(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "messages_send", "messages_list",
              "calendar_list_events", "calendar_create_event", "calendar_update_event", "calendar_delete_event",
              "alarms_list", "device_get_settings", "notes_search", "todos_create")
+    splits = {"ambiguous_contact": "train", "conflict_book": "train", "infeasible_move": "dev"}
     knobs = {"distractors": "same-first-name contacts 2/3/4; same-title events on other days 1/2/3",
              "noise": "rows 8/16/28"}
 

@@ -42,6 +42,8 @@ class CarryOver(Family):
     tools = ("mail_search", "mail_list", "mail_read", "mail_open_attachment", "calendar_list_events",
              "calendar_create_event", "contacts_search", "contacts_get", "messages_search", "messages_list",
              "messages_send", "notes_create", "notes_search", "notes_update", "todos_create")
+    hard_claims = True  # an answer backed by a made-up fact is a failure
+    splits = {"mail_to_calendar": "train", "contact_to_text": "train", "code_to_note": "dev"}
     knobs = {"distractors": "2+: a superseded version of the fact (or a near-duplicate contact); "
                             "3: the fact only in an attachment, a second decoy", "noise": "rows 6/12/20"}
 

@@ -1,0 +1,181 @@
+"""The next plan from the latest feedback: read feedback, call the pure planner."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from generators.competence import Competence, batch_order, competence_table, is_report
+from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
+from generators.phone.families import get_family
+from generators.planner import Plan, plan_round, round_seed
+from warehouse import review_tables as rt
+from warehouse import state
+from warehouse.contract import FeedbackRecord
+from warehouse.query import iter_records
+from warehouse.review_tables import Release
+from warehouse.settings import Settings
+from warehouse.store import Store
+
+
+def feedback_records(store: Store) -> list[FeedbackRecord]:
+    """Every feedback result recorded so far (trainer files and evals)."""
+    return list(iter_records(store.duck(), "feedback"))
+
+
+def latest_feedback_batch(store: Store) -> str | None:
+    """The newest feedback import or eval that the planner learns from (test evals are reports)."""
+    order = batch_order(r for r in feedback_records(store) if not is_report(r))
+    return order[0][0] if order else None
+
+
+def current_competence(store: Store) -> tuple[str | None, dict[tuple[str, int], Competence]]:
+    """The newest batch and competence per (family, level), merged over every batch with recency weights."""
+    records = feedback_records(store)
+    order = batch_order(r for r in records if not is_report(r))
+    return (order[0][0] if order else None), competence_table(records)
+
+
+def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
+    """Failure types of the newest batch that says why its failures failed (an eval does)."""
+    order = batch_order(r for r in records if r.failure_type and not is_report(r))
+    if not order:
+        return []
+    newest = order[0][0]
+    counts = Counter((r.family, r.failure_side or "model", r.failure_type) for r in records
+                     if r.batch == newest and not r.success and r.failure_type)
+    return [FailureCount(f, side, t, n) for (f, side, t), n in sorted(counts.items())]
+
+
+def mix_for(store: Store, settings: Settings, families: list[str]) -> tuple[list[FamilyMix], list[str]]:
+    """Each family's share, level and reason in the next batch, and the harness-side reports."""
+    r = settings.round
+    if not r.adaptive:
+        return [FamilyMix(f, 1.0, r.difficulty, "adaptive planning is off") for f in families], []
+    records = feedback_records(store)
+    inputs = MixInputs(
+        max_difficulty={f: get_family(f).max_difficulty for f in families},
+        capabilities={f: get_family(f).capability for f in families},
+        variants=competence_table(records, by_variant=True),
+        failures=failure_counts(records),
+    )
+    mix = next_mix(families, competence_table(records), base_difficulty=r.difficulty,
+                   max_difficulty=inputs.max_difficulty, inputs=inputs)
+    return mix, harness_reports([f for f in inputs.failures if f.family in families])
+
+
+def pending_release(store: Store) -> Release | None:
+    """The latest approved release whose sampling plan no round has used yet."""
+    with store.session() as s:
+        rel = rt.latest_release(session=s)
+        if rel is None or not rel.sampling_plan:
+            return None
+        used = any(r.plan.get("source") == f"release {rel.id}" for r in state.list_rounds(session=s))
+    return None if used else rel
+
+
+def next_plan(store: Store, settings: Settings, families: list[str], round_number: int, *,
+              use_release: bool = True) -> Plan:
+    """The plan of round ``round_number``.
+
+    A sampling plan a lead approved with a release, and no round has used yet, decides the
+    episodes and the family shares (people gate the mix as they gate the data); otherwise
+    the sizes come from settings and the mix from the latest feedback. Difficulty always
+    follows competence."""
+    r = settings.round
+    mixes, reports = mix_for(store, settings, families)
+    mix = {m.family: m for m in mixes}
+    episodes, weights = r.episodes, {f: m.weight for f, m in mix.items()}
+    difficulties = {f: m.difficulty for f, m in mix.items()}
+    reasons = {f: m.reason for f, m in mix.items()}
+    batch = latest_feedback_batch(store) if r.adaptive else None
+    source = f"feedback {batch}" if batch else "even"
+    rel = pending_release(store) if use_release else None
+    if rel is not None:
+        shares = {f: float(v) for f, v in rel.sampling_plan.get("families", {}).items() if f in mix and v > 0}
+        if shares:
+            episodes = int(rel.sampling_plan.get("episodes") or episodes)
+            weights = shares
+            families = [f for f in families if f in shares]
+            levels = rel.sampling_plan.get("difficulties") or {}
+            difficulties.update({f: int(v) for f, v in levels.items() if f in shares and isinstance(v, int)})
+            reasons = {f: f"{rel.id} approved by {rel.approved_by}: {shares[f]:.0%}; {mix[f].reason}" for f in families}
+            source = f"release {rel.id}"
+    return plan_round(
+        episodes=episodes,
+        rollouts=r.rollouts,
+        families=families,
+        difficulty=r.difficulty,
+        seed=round_seed(r.seed, round_number),
+        weights=weights,
+        difficulties={f: difficulties[f] for f in families},
+        reasons=reasons,
+        source=source,
+        curricula={f: {"kind": m.curriculum, "variants": list(m.variants)}
+                   for f, m in mix.items() if m.curriculum and f in families},
+        reports=reports,
+        competence={f: m.competence for f, m in mix.items() if m.competence and f in families},
+    )
+
+
+def next_round_number(store: Store) -> int:
+    """The number the next round will have (the unfinished round's, if one is running)."""
+    with store.session() as s:
+        last = state.latest_round(session=s)
+    return 1 if last is None else last.number + (1 if last.status == "complete" else 0)
+
+
+def plan_view(store: Store, settings: Settings, families: list[str], *, use_release: bool = True) -> dict:
+    """What ``flywheel plan --json`` prints: competence and the plan, each number with its reason."""
+    batch, competence = current_competence(store)
+    plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release)
+    return plan_data(batch, competence, plan)
+
+
+def refresh_stored_proposal(settings: Settings) -> None:
+    """Refresh the proposal of an existing data directory (``flywheel review`` calls it on start)."""
+    from flows.stages import selected_families
+
+    if not Path(settings.data_dir).exists():
+        return
+    refresh_proposal(Store(settings.data_dir, settings.state_url, create=False), settings, selected_families(settings))
+
+
+def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> dict:
+    """Store the competence planner's own proposal (no release applied) for the release page."""
+    data = plan_view(store, settings, families, use_release=False)
+    with store.session() as s:
+        state.save_proposal(session=s, data=data)
+    return data
+
+
+def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
+    """What ``flywheel plan`` shows: competence per family and level (merged over every
+    feedback batch, with its uncertainty), and exactly the plan the next round would run,
+    each family's numbers with the reason for them."""
+    levels: dict[str, int] = {}
+    episodes: dict[str, int] = {}
+    for slot in plan.slots:
+        levels.setdefault(slot.family, slot.difficulty)
+        episodes[slot.family] = episodes.get(slot.family, 0) + slot.rollouts
+    return {
+        "feedback_batch": batch,
+        "source": plan.source,
+        "episodes": plan.episodes,
+        "rollouts": plan.rollouts,
+        "competence": [
+            {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
+             "evidence": round(c.evidence, 4), "mean": round(c.mean, 4), "sd": round(c.sd, 4),
+             "batches": c.batches, "models": list(c.models), "zone": c.zone}
+            for c in competence.values()
+        ],
+        "mix": [
+            {"family": f, "share": round(w, 4), "episodes": episodes.get(f, 0), "difficulty": levels.get(f),
+             "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
+             "curriculum": plan.curricula.get(f, {}).get("kind", ""),
+             "variants": plan.curricula.get(f, {}).get("variants", [])}
+            for f, w in sorted(plan.weights.items())
+        ],
+        "reports": list(plan.reports),
+    }

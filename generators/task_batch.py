@@ -1,0 +1,50 @@
+"""Writing one planned task: seeds the gate rejects are replaced by the next seed, and a
+curriculum slot takes only its variants. Pure: a family and a slot in, a task out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from generators.competence import variant_of
+from generators.phone.families.base import Family
+from generators.planner import TaskSlot
+from generators.writers.template import TemplateWriter
+from warehouse.contract import TaskSpec
+
+MAX_SEED_TRIES = 8  # gate rejections in a row before the family is reported broken
+MAX_VARIANT_SEEDS = 64  # seeds scanned for one of a curriculum's variants
+
+
+@dataclass
+class SlotResult:
+    task: TaskSpec | None
+    tried: int = 0  # tasks put through the gate
+    rejections: Counter = field(default_factory=Counter)
+
+
+def seed_for(slot: TaskSlot, attempt: int) -> int:
+    return slot.seed + attempt * 1_000_000_007
+
+
+def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = None) -> SlotResult:
+    """The slot's task, or ``task=None`` after MAX_SEED_TRIES gate rejections in a row.
+
+    With ``slot.variants`` set, seeds whose task is another variant are passed over (they are
+    not rejections); if none of the first MAX_VARIANT_SEEDS seeds gives one of them, any
+    variant is taken, so a stale curriculum never stops a round."""
+    result = SlotResult(task=None)
+    wanted = set(slot.variants)
+    for attempt in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES):
+        task = family.make_task(seed_for(slot, attempt), slot.difficulty, writer)
+        if wanted and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted:
+            continue
+        result.tried += 1
+        reason = family.gate(task)
+        if reason is None:
+            result.task = task
+            return result
+        result.rejections[reason] += 1
+        if sum(result.rejections.values()) >= MAX_SEED_TRIES:
+            return result
+    return result
