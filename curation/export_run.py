@@ -21,10 +21,13 @@ from curation import funnel as funnel_mod
 from curation.export_source import episodes_with_steps, masked_steps, task_rows
 from curation.exporter import ExportResult, ExportWriter
 from curation.formats import hf
+from curation.formats.adp import to_adp
 from curation.formats.dpo import preference_pairs, to_dpo
 from curation.formats.openai_chat import chat_turns, check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
+from curation.formats.trl import trl_rows
+from curation.formats.verl import REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
 from curation.formats.views import step_from_row
 from curation.pii import Scrubber
 from curation.selection import Decision, preference_role, sft_exclusion
@@ -39,6 +42,9 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "hf": ("sft", "parquet", "episode"),
     "dpo": ("dpo", "jsonl", "pair"),
     "rl": ("rl-tasks", "jsonl", "task"),
+    "trl": ("trl-sft", "jsonl", "trainable run of an episode (prompt/completion)"),
+    "adp": ("adp", "jsonl", "episode"),
+    "verl": ("verl", "parquet", "task"),
 }
 
 
@@ -130,9 +136,23 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         if why:
             tally.excluded[why] += 1
             continue
+        meta = _meta(ep)
+        if fmt == "adp":
+            row = _adp_row(ep, step_rows, review, scrubber, meta)
+            tally.took(meta["split"], ep, review)
+            yield meta["split"], row
+            continue
         turns, masked = _turns(ep, step_rows, review, scrubber)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
-        meta = _meta(ep)
+        if fmt == "trl":
+            rows = trl_rows(turns, masked, meta | _reward(ep), schemas)
+            if not rows:  # every agent turn masked: nothing to train on
+                tally.excluded["no_trainable_turn"] += 1
+                continue
+            tally.took(meta["split"], ep, review)
+            for row in rows:
+                yield meta["split"], row
+            continue
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
             messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]
@@ -146,6 +166,18 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             row = hf.to_hf_row(turns, masked, meta, schemas)
         tally.took(meta["split"], ep, review)
         yield meta["split"], row
+
+
+def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reward": float(ep.get("progress") or 0.0), "success": bool(ep.get("success"))}
+
+
+def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+    """One ADP trajectory, masked like the chat formats (the same masks), scrubbed as one record."""
+    _, masked = _turns(ep, step_rows, review, None)
+    details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
+    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
+    return scrubber.record().value(row) if scrubber is not None else row
 
 
 def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iterator[tuple[str, dict]]:
@@ -183,15 +215,36 @@ def _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber) -> Iter
             yield meta["split"], to_dpo(chosen, rejected, tools(c_ep["task_tools"], c_ep.get("task_tool_schemas")), meta)
 
 
-def _rl_rows(con, rounds, tally) -> Iterator[tuple[str, dict]]:
+def _rl_rows(con, rounds, tally, why_not=None) -> Iterator[tuple[str, dict]]:
+    """The RL task set; ``why_not(record)``, when given, names why a task is left out (None: kept)."""
     tally.unit = "tasks"
     for row in task_rows(con, rounds):
         tally.seen += 1
         rec = to_rl_row(row)
+        why = why_not(rec) if why_not is not None else None
+        if why:
+            tally.excluded[why] += 1
+            continue
         tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
         tally.lineage["policies"].update(row.get("policies") or [])
         tally.lineage["rounds"].update(row.get("rounds") or [])
         yield rec["split"], rec
+
+
+def _verl_rows(con, rounds, tally, writer) -> Iterator[tuple[str, dict]]:
+    """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
+    behind it), with the tools YAML, interaction YAML, task-spec file and reward module."""
+    tasks = [rec for _, rec in _rl_rows(con, rounds, tally, lambda r: None if r["task_spec"]["requirements"] else "no_verifier")]
+    specs = [rec["task_spec"] for rec in tasks]
+    names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
+    writer.schema = verl_schema(names)
+    spec_file = writer.out_dir / "verl.task-specs.jsonl"
+    writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
+    writer.attach("verl.tools.yaml", tools_yaml(_Tools()(names), str(spec_file.resolve())))
+    writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file.resolve())))
+    writer.attach("verl.reward.py", REWARD_MODULE)
+    for i, spec in enumerate(specs):
+        yield spec["split"], verl_row(spec, i, names)
 
 
 def run_export(
@@ -214,6 +267,8 @@ def run_export(
     with writer:
         if fmt == "rl":
             rows = _rl_rows(con, rounds, tally)
+        elif fmt == "verl":
+            rows = _verl_rows(con, rounds, tally, writer)
         elif fmt == "dpo":
             rows = _dpo_rows(con, rounds, decisions, include_verified, tally, scrubber)
         else:
@@ -226,7 +281,8 @@ def run_export(
             "schema_version": SCHEMA_VERSION,
             "created_at": started,
             "rounds": rounds,
-            "selection": ("approved + verified unreviewed" if include_verified else "approved") if fmt != "rl" else "every task",
+            "selection": ("approved + verified unreviewed" if include_verified else "approved")
+            if fmt not in ("rl", "verl") else "every task",
             "unit": unit,
             f"{tally.unit}_in": tally.seen,
             "excluded": dict(sorted(tally.excluded.items())),

@@ -53,7 +53,7 @@ def step_sql(round_ids: list[str]) -> str:
     return f"""
         SELECT s.episode_id, s."index", s.actor, s.action_kind, s.action_tool, s.action_arguments, s.action_call_id,
                s.action_text, s.action_raw, s.feedback_ok, s.feedback_error, s.feedback_result, s.feedback_notices,
-               s.verification_label
+               s.verification_label, s.verification_progress
         FROM steps s JOIN episodes e USING (episode_id)
         WHERE {_rounds_filter(round_ids)}
         ORDER BY e.task_id, s.episode_id, s."index"

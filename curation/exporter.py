@@ -71,6 +71,7 @@ class ExportWriter:
         self.out_dir, self.name, self.kind, self.schema = Path(out_dir), name, kind, schema
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.sinks: dict[str, _Sink] = {}
+        self.attached: list[_Sink] = []  # files beside the splits (configs, modules), not split rows
         self._remove_stale_temporaries()
 
     def _remove_stale_temporaries(self) -> None:
@@ -91,6 +92,12 @@ class ExportWriter:
                 sink.writer = pq.ParquetWriter(sink.tmp, self.schema, compression="zstd")
             self.sinks[split] = sink
         return sink
+
+    def attach(self, name: str, text: str) -> None:
+        """A file that goes with the export (written now under a temporary name, renamed by ``finish``)."""
+        sink = _Sink(tmp=self.out_dir / f".{name}.tmp-{os.getpid()}", final=self.out_dir / name)
+        sink.tmp.write_text(text, encoding="utf-8")
+        self.attached.append(sink)
 
     def write(self, split: str, row: dict[str, Any]) -> None:
         sink = self._sink(split)
@@ -121,6 +128,8 @@ class ExportWriter:
 
     def abort(self) -> None:
         """Drop everything written so far; files of an earlier export stay as they were."""
+        for sink in self.attached:
+            sink.tmp.unlink(missing_ok=True)
         for sink in self.sinks.values():
             try:
                 if sink.fh is not None:
@@ -145,6 +154,9 @@ class ExportWriter:
         for split, sink in sorted(self.sinks.items()):
             os.replace(sink.tmp, sink.final)
             files[sink.final.name] = {"split": split, "rows": sink.rows, "sha256": _sha256(sink.final)}
+        for sink in self.attached:
+            os.replace(sink.tmp, sink.final)
+            files[sink.final.name] = {"split": None, "rows": None, "sha256": _sha256(sink.final)}
         for name in old_files:
             if name not in files and "/" not in name:
                 (self.out_dir / name).unlink(missing_ok=True)

@@ -145,16 +145,29 @@ def serve(
 
 @app.command()
 def status(
+    history: Annotated[
+        bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Show the rounds: episodes, success, curation marks and reviews."""
+    """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
     from flows.views import print_status, status_rows
     from review_app.agreement import Overlap
 
     settings, store = _existing_store(config, data_dir, state_url)
+    if history:
+        from flows.planning import history_data
+        from flows.views import print_history
+
+        data = history_data(store)
+        if as_json:
+            out.print_json(json.dumps(data))
+        else:
+            print_history(out, data)
+        return
     rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
@@ -190,7 +203,9 @@ def export(
             "--format",
             "-f",
             help="openai (chat JSONL), sharegpt (with per-turn loss flags), hf (Parquet for datasets), "
-            "dpo (preference pairs) or rl (task set with group success stats).",
+            "dpo (preference pairs), rl (task set with group success stats), trl (TRL prompt/completion rows "
+            "for tool calling), adp (Agent Data Protocol trajectories) or verl (verl multi-turn RL Parquet, "
+            "tools and interaction YAML, reward module).",
         ),
     ] = "openai",
     verified: Annotated[
@@ -334,8 +349,16 @@ def plan(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="A JSON list or JSONL of conversations.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", help="Format of the file: openai-chat.")] = "openai-chat",
+    file: Annotated[Path, typer.Argument(help="The file to import (see --format).", show_default=False)],
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="openai-chat (JSON list or JSONL of conversations), inspect (Inspect AI .eval or "
+                     ".json log), tau2 (τ²-bench results JSON), otel (OTLP JSON GenAI spans) or adp (Agent Data "
+                     "Protocol trajectories)."),
+    ] = "openai-chat",
+    scorer: Annotated[
+        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward (default: the first).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -346,7 +369,7 @@ def import_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt)  # a file that is not JSON fails here, before anything is written
+    prepared = prepare_import(file, fmt.strip().lower(), scorer=scorer)  # a file that is not JSON fails here, before anything is written
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
     if as_json:
         _print_json({"file": str(file), "round": summary.round_id, "imported": summary.imported,

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from flows.import_readers import READERS
 from flows.stages import curate_round
 from generators.importers.openai_chat import MalformedRecord, episode_from_record, task_from_record
 from warehouse import state
 from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile, write_shard
 from warehouse.store import Store
 
-FORMATS = ("openai-chat",)
+FORMATS = tuple(READERS)
 
 
 @dataclass
@@ -50,11 +50,14 @@ class PreparedImport:
     summary: ImportSummary
 
 
-def prepare_import(path: Path, fmt: str) -> PreparedImport:
-    """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed."""
+def prepare_import(path: Path, fmt: str, *, scorer: str | None = None) -> PreparedImport:
+    """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
+    ``scorer`` picks the score an Inspect log's reward comes from (default: its first scorer)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    records = read_records(path)
+    if not path.is_file():
+        raise InputError(f"cannot read {path}: no such file")
+    records = READERS[fmt](path, scorer)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     summary = ImportSummary()
     batch_id = f"import-{sha[:12]}"
@@ -69,6 +72,9 @@ def prepare_import(path: Path, fmt: str) -> PreparedImport:
             ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
         except MalformedRecord as exc:
             summary.skipped.append((rec.where, str(exc)))
+            continue
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # an odd value the checks did not name
+            summary.skipped.append((rec.where, f"unexpected shape ({type(exc).__name__}: {exc})"))
             continue
         if ep.episode.episode_id in parsed:
             summary.already += 1

@@ -23,7 +23,7 @@ def family_rows() -> list[dict[str, Any]]:
 
     return [{"id": f.id, "title": f.title, "capability": f.capability, "tags": list(f.tags),
              "knobs": dict(f.knobs), "max_level": f.max_difficulty, "tools": len(f.tools),
-             "templates": len(f.templates)} for f in (FAMILIES[k] for k in sorted(FAMILIES))]
+             "templates": len(f.all_templates())} for f in (FAMILIES[k] for k in sorted(FAMILIES))]
 
 
 def parse_knobs(items: list[str]) -> dict[str, int]:

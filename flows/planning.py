@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from generators.competence import Competence, batch_order, competence_table, is_report
+from generators.competence import Competence, batch_order, competence_history, competence_table, is_report
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
 from generators.phone.families import get_family
 from generators.planner import Plan, plan_round, round_seed
@@ -142,9 +142,24 @@ def refresh_stored_proposal(settings: Settings) -> None:
     refresh_proposal(Store(settings.data_dir, settings.state_url, create=False), settings, selected_families(settings))
 
 
+def history_data(store: Store) -> dict[str, Any]:
+    """Competence per family after each feedback batch, and the mix each round ran."""
+    with store.session() as s:
+        rounds = state.list_rounds(session=s)
+    return {
+        "competence": competence_history(feedback_records(store)),
+        "rounds": [{"round_id": r.id, "episodes": r.requested_episodes, "source": r.plan.get("source", ""),
+                    "mix": r.plan.get("weights", {}),
+                    "levels": {s["family"]: s["difficulty"] for s in r.plan.get("slots", [])}}
+                   for r in rounds],
+    }
+
+
 def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> dict:
-    """Store the competence planner's own proposal (no release applied) for the release page."""
+    """Store the competence planner's own proposal (no release applied) for the release page,
+    with the competence history the dashboard plots (the review app cannot compute either)."""
     data = plan_view(store, settings, families, use_release=False)
+    data["history"] = history_data(store)["competence"]
     with store.session() as s:
         state.save_proposal(session=s, data=data)
     return data

@@ -288,3 +288,39 @@ def print_eval(console: Console, errors: Console, store: Store, plan, result, *,
     said = "was already recorded" if result.already else "recorded"
     use = "the next plan follows it: flywheel plan" if plan.split == "dev" else "reported only: test results never steer the plan"
     console.print(f"{data['results']} results {said} as {plan.batch}; {use}")
+
+
+def print_history(console: Console, data: dict[str, Any]) -> None:
+    """Competence per family over feedback batches (one column a batch), then each round's mix."""
+    hist = data["competence"]
+    if hist:
+        batches = sorted({(h["order"], h["batch"]) for h in hist})
+        table = Table(title="Competence after each feedback batch (success at the hardest level measured)",
+                      box=box.SIMPLE_HEAD)
+        table.add_column("family", no_wrap=True)
+        for _, b in batches:
+            table.add_column(b, justify="right", no_wrap=True)
+        cell = {(h["family"], h["order"]): h for h in hist}
+        for fam in sorted({h["family"] for h in hist}):
+            table.add_row(fam, *(_history_cell(cell.get((fam, o))) for o, _ in batches))
+        console.print(table)
+    else:
+        console.print("No feedback yet: flywheel eval or flywheel feedback FILE.")
+    if not data["rounds"]:
+        return
+    fams = sorted({f for r in data["rounds"] for f in r["mix"]})
+    table = Table(title="The mix of each round (share, level)", box=box.SIMPLE_HEAD)
+    for col in ("round", "episodes", *fams, "from"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("round", "from") else "right")
+    for r in data["rounds"]:
+        table.add_row(r["round_id"], str(r["episodes"]),
+                      *(f"{r['mix'][f]:.0%} L{r['levels'].get(f, '?')}" if f in r["mix"] else "-" for f in fams),
+                      r["source"] or "-")
+    console.print(table)
+
+
+def _history_cell(h: dict | None) -> str:
+    if h is None:
+        return "-"
+    flag = {"uncertain": "?", "mastered": "*", "failing": "!"}.get(h["zone"], "")
+    return f"L{h['difficulty']} {h['mean']:.0%}{flag}"

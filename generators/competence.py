@@ -164,13 +164,12 @@ def competence_table(
 
 
 def _mastered_streak(per_batch: list[list[int]]) -> int:
-    """Newest batches in a row whose own rate (posterior mean) is mastered; a batch with too
-    few results of this level neither breaks nor extends the streak."""
+    """Newest batches in a row whose own success rate is at the mastered threshold. The
+    pooled estimate must be confident as well (see ``zone``), so a small batch (a family
+    already down to a small share) can confirm mastery without carrying it alone."""
     streak = 0
     for n, ok in per_batch:
-        if n < MIN_EVIDENCE:
-            continue
-        if (ok + 1) / (n + 2) < MASTERED:
+        if ok < MASTERED * n:
             break
         streak += 1
     return streak
@@ -190,3 +189,22 @@ def capability_competence(table: dict[tuple, Competence], capabilities: dict[str
         cap: Competence(family=cap, difficulty=0, n=int(n), successes=int(ok), alpha=a, beta=b, batches=0)
         for cap, (a, b, n, ok) in sorted(pooled.items())
     }
+
+
+def competence_history(records: Iterable[FeedbackRecord], **kw) -> list[dict]:
+    """Competence per family as it stood after each batch (oldest first): the estimate at
+    the family's hardest measured level, merged over that batch and the ones before it."""
+    rows = [r for r in records if not is_report(r)]
+    order = list(reversed(batch_order(rows)))
+    out: list[dict] = []
+    for i, (batch, model) in enumerate(order):
+        upto = {b for b, _ in order[: i + 1]}
+        table = competence_table([r for r in rows if r.batch in upto], **kw)
+        top: dict[str, Competence] = {}
+        for (fam, level), c in table.items():
+            if fam not in top or level > top[fam].difficulty:
+                top[fam] = c
+        out += [{"batch": batch, "order": i + 1, "model": model, "family": fam, "difficulty": c.difficulty,
+                 "mean": round(c.mean, 4), "sd": round(c.sd, 4), "evidence": round(c.evidence, 3), "zone": c.zone}
+                for fam, c in sorted(top.items())]
+    return out

@@ -68,7 +68,7 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
     levels = sorted(d for (f, d) in table if f == fam)
     if not levels:
         return FamilyMix(fam, 1.0, min(base, top), "no feedback yet: explore")
-    level = levels[-1]  # the hardest level the model has been measured on
+    level = decision_level(fam, levels, table)
     c = table[(fam, level)]
     seen = c.describe()
     if c.zone == "uncertain":
@@ -93,6 +93,17 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
                          curriculum="failure", variants=easy, competence=seen)
     w = learnability(c.mean)
     return FamilyMix(fam, w, level, f"learning at level {level} ({seen}): learnability {w:.2f}", competence=seen)
+
+
+def decision_level(fam: str, levels: list[int], table: dict[tuple, Competence]) -> int:
+    """The level to decide at: the hardest one it holds (learning or mastered); if it fails
+    every level it is known at, the lowest of them (so a failing family keeps stepping
+    down). Levels with too little evidence count only when nothing else is known."""
+    known = [d for d in levels if table[(fam, d)].zone != "uncertain"]
+    if not known:
+        return levels[-1]
+    holding = [d for d in known if table[(fam, d)].zone != "failing"]
+    return max(holding) if holding else min(known)
 
 
 def easier_variants(fam: str, level: int, variants: dict[tuple, Competence]) -> tuple[str, ...]:

@@ -107,3 +107,18 @@ def disputed(store: Store, round_ids: list[str] | None, overlap: Overlap, limit:
         [limit],
     ).fetchall()
     return [dict(zip(["episode_id", "round_id", "family", "instruction", "reviewers"], r, strict=True)) for r in rows]
+
+
+def competence_history(store: Store) -> list[dict[str, Any]]:
+    """Competence per family after each feedback batch, as the flows last stored it with the plan proposal."""
+    with store.session() as s:
+        row = state.get_proposal(session=s)
+    return list((row.data if row else {}).get("history", []))
+
+
+def round_mixes(store: Store) -> list[dict[str, Any]]:
+    """Each round's planned share per family (long form: round, family, share)."""
+    with store.session() as s:
+        rounds = state.list_rounds(session=s)
+    return [{"round": r.id, "family": f, "share": float(w)}
+            for r in rounds for f, w in sorted(r.plan.get("weights", {}).items())]

@@ -18,7 +18,8 @@ PASSWORD = "correct horse"
 def make_round(store: Store, n_tasks: int = 4, families: tuple[str, ...] = ("F01", "F02")) -> list[str]:
     """Commit one round of real episodes with curation marks; return the episode ids."""
     with store.session() as s:
-        rnd = state.open_round(session=s, requested_episodes=n_tasks, seed=1, plan={})
+        weights = {f: round(1 / len(families), 6) for f in families}
+        rnd = state.open_round(session=s, requested_episodes=n_tasks, seed=1, plan={"weights": weights})
     tasks = [FAMILIES[families[i % len(families)]].make_task(i) for i in range(n_tasks)]
     policy = ScriptedPolicy(seed=3, error_rates={"tool_use": 0.5})
     recs = [

@@ -157,3 +157,18 @@ def test_a_test_split_eval_is_reported_not_planned_from():
     # A trainer's own results count whatever split their tasks came from; a dev eval counts.
     assert competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="test"))[("F01", 1)].n == 20
     assert competence_table(batch("b1", 0, {("F01", 1): rate(20)}, split="dev", source="eval"))[("F01", 1)].n == 20
+
+
+def test_the_level_decided_at_is_the_hardest_one_not_failed():
+    records = (batch("b1", 0, {("F01", 3): rate(0), ("F01", 2): rate(0)})  # fails 3 and 2: down to 1
+               + batch("b1", 0, {("F02", 1): rate(12), ("F02", 2): rate(0)}))  # moved up too early: back to 1
+    mix = {m.family: m for m in next_mix(["F01", "F02"], competence_table(records), base_difficulty=1,
+                                          max_difficulty=MAXIMA)}
+    assert mix["F01"].difficulty == 1 and mix["F01"].reason.startswith("failing level 2")
+    assert mix["F02"].difficulty == 1 and mix["F02"].reason.startswith("learning at level 1")
+
+
+def test_a_level_with_too_little_evidence_does_not_hide_failure_below_it():
+    records = batch("b1", 0, {("F03", 1): rate(0), ("F03", 2): rate(0), ("F03", 3): [False, False]})
+    [m] = next_mix(["F03"], competence_table(records), base_difficulty=1, max_difficulty=MAXIMA)
+    assert m.curriculum == "failure" and m.difficulty == 1

@@ -14,6 +14,7 @@ class HalfBroken(ContactCrud):
     """Planted: on even seeds its only check is one that doing nothing passes."""
 
     id = "F01"
+    apart = ()  # only the contact variants, whose hooks this class overrides
 
     def requirements(self, task, changes):
         reqs = super().requirements(task, changes)

@@ -233,7 +233,7 @@ def _writer_run(task, replies):
 
 
 def test_model_writer_retries_with_the_reason_then_accepts():
-    task = FAMILIES["F01"].make_task(1, 1)  # "Tomas Nguyen got a new number, it's +1 206-555-0145 ..."
+    task = FAMILIES["F01"].make_task(13, 1)  # an update_phone task: "<name> got a new number, it's ..."
     name, phone = task.public_params["name"], task.public_params["new_phone"]
     leaked_fact = task.private_params["user_facts"]["email"]
     good = json.dumps({"instruction": f"Pls change {name}'s number to {phone}"})

@@ -33,7 +33,7 @@ def planted():
     for seed in range(4000):
         fam = get_family(sorted(FAMILIES)[seed % len(FAMILIES)])
         task = fam.make_task(seed, 1 + seed % 2, writer)
-        actions = fam.solve(task)
+        actions = fam.reference_actions(task)
         key = canonical_json(sorted(canonical_json([a.tool, normalise_value(a.arguments)]) for a in actions))
         if key in seen:  # distinct tasks only: a different set of calls
             continue
@@ -47,7 +47,7 @@ def planted():
         eps.append(e), steps.extend(s)
     for j, (fam, task, actions) in enumerate(bases[:300]):
         variant, style = task.template.split(".")
-        other = rng.choice([t for t in fam.templates if t.startswith(variant + ".") and t != task.template])
+        other = rng.choice([t for t in fam.all_templates() if t.startswith(variant + ".") and t != task.template])
         paraphrase = writer.word(fam.id, other, task.public_params)
         calls, finish = actions[:-1], actions[-1:]
         reordered = rng.sample(calls, len(calls)) + finish

@@ -8,7 +8,11 @@ from generators.phone.families.base import call, finish
 
 
 def env_for(fid="F01", seed=0, difficulty=1):
-    task = get_family(fid).make_task(seed, difficulty)
+    family = get_family(fid)
+    if fid == "F01":  # these tests speak of contacts: the seed-th task of a contact variant
+        seed = [s for s in range(300) if family.make_task(s, difficulty).template.startswith(
+            ("update_phone", "delete_contact"))][seed]
+    task = family.make_task(seed, difficulty)
     env = PhoneEnv(task)
     obs = env.reset()
     return task, env, obs

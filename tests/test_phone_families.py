@@ -38,7 +38,7 @@ def test_reference_succeeds_noop_fails_mutant_fails(fid, seed, difficulty):
     labels = {r.id: r.noop_passes for r in task.requirements}
     assert {r.id: r.passed for r in results} == labels  # each no-op label is what doing nothing yields
 
-    mutant = family.wrong_argument(task, family.reference_actions(task), random.Random(seed))
+    mutant = family.mistake(task, family.reference_actions(task), random.Random(seed))
     assert mutant != family.reference_actions(task)
     assert not run(task, mutant)[0][1]
 
@@ -48,7 +48,8 @@ def test_task_shape(fid):
     family = get_family(fid)
     task = family.make_task(11, 2)
     assert task == family.make_task(11, 2)  # deterministic from the seed
-    assert task.task_id == task_id(fid, task.template, 11, 2)
+    assert task.task_id == task_id(fid, task.template, 11, task.difficulty)  # challenge variants: hardest
+    assert task.difficulty == (3 if task.split == "challenge" else 2)
     assert task.split == split_for_template(fid, task.template)
     assert 8 <= len(task.tools) <= 15
     assert task.optimal_steps == len(family.reference_actions(task)) <= task.step_budget <= 15
@@ -58,10 +59,10 @@ def test_task_shape(fid):
 
 
 @pytest.mark.parametrize("fid", sorted(FAMILIES))
-def test_templates_are_worded_and_split_by_template(fid):
+def test_templates_are_worded_and_split_by_variant(fid):
     family = get_family(fid)
-    assert len(family.templates) >= 3
-    assert set(family.templates) <= set(TemplateWriter().templates(fid))
+    assert len(family.all_templates()) >= 18  # six variants or more, three wordings each
+    assert set(family.all_templates()) <= set(TemplateWriter().templates(fid))
     by_template: dict[str, set[str]] = {}
     for seed in range(40):
         task = family.make_task(seed)

@@ -217,7 +217,22 @@ def test_dashboard_renders_its_plots(world):
     ann = _signed_in("ann")
     ann.sidebar.radio(key="nav").set_value("Dashboard").run()
     assert not ann.exception
-    assert len(ann.get("vega_lite_chart")) == 4  # funnel, family, capability, throughput
+    assert len(ann.get("vega_lite_chart")) == 5  # funnel, family, capability, throughput, the rounds' mix
+    assert any("no feedback yet" in c.value for c in ann.caption)
+    # Two feedback batches: competence per family over batches is plotted too.
+    from datetime import UTC, datetime, timedelta
+
+    from flows.planning import refresh_proposal
+    from warehouse.contract import FeedbackRecord
+    from warehouse.settings import load_settings
+
+    for i in range(2):
+        store.commit_unit("feedback", f"b{i}", {"feedback": [
+            FeedbackRecord(task_id=f"t{j}", family="F01", difficulty=1, success=j % (i + 2) == 0, batch=f"b{i}",
+                           recorded_at=datetime(2026, 3, 1, tzinfo=UTC) + timedelta(days=i)) for j in range(10)]})
+    refresh_proposal(store, load_settings(data_dir=store.data_dir), ["F01", "F02"])
+    ann.run()
+    assert len(ann.get("vega_lite_chart")) == 6
 
 
 def test_the_app_reads_the_config_file_flywheel_review_passes(world, tmp_path, monkeypatch):

@@ -26,7 +26,8 @@ def _tool_call(step: Step) -> dict[str, Any]:
     }
 
 
-def _tool_content(step: Step) -> str:
+def tool_content(step: Step) -> str:
+    """A step's feedback as tool message text: ``{"ok": true, "data": ...}`` or ``{"ok": false, "error": ...}``."""
     fb = step.feedback
     if fb.ok:
         body: dict[str, Any] = {"ok": True, "data": fb.result}
@@ -61,7 +62,7 @@ def chat_turns(instruction: str, steps: list[Step]) -> list[tuple[dict[str, Any]
         turns.append((_assistant(step), step.index))
         if step.action.kind == "finish":
             break
-        turns.append(({"role": "tool", "tool_call_id": _call_id(step), "content": _tool_content(step)}, None))
+        turns.append(({"role": "tool", "tool_call_id": _call_id(step), "content": tool_content(step)}, None))
     return turns
 
 

@@ -42,7 +42,8 @@ def step_from_row(row: dict[str, Any]) -> Step:
             notices=list(row.get("feedback_notices") or []),
         ),
         # every field given: pydantic computes a missing default_factory slowly in model_construct
-        verification=Verification.model_construct(milestones=[], minefields=[], progress=0.0,
+        verification=Verification.model_construct(milestones=[], minefields=[],
+                                                  progress=float(row.get("verification_progress") or 0.0),
                                                   label=row.get("verification_label") or "ok"),
         cost=_COST,
     )

@@ -5,6 +5,11 @@ Its task spec has the instruction and the record's own tool schemas but no
 requirements and no world behind it, so no replay: verification fields are
 empty, success comes from an optional ``reward``. Ids come from the content, so the
 same conversation imported twice is the same episode.
+
+Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
+trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
+per-requirement results), ``masked_steps`` (step indices left out of training: labelled wrong,
+so curation masks them again) and ``termination`` (why an unfinished conversation stopped).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from warehouse.contract import (
     EpisodeRecord,
     Feedback,
     Outcome,
+    RequirementResult,
     Step,
     TaskSpec,
     ToolError,
@@ -117,6 +123,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     steps = _steps(eid, messages)
     if not steps:
         raise MalformedRecord("no assistant turn")
+    _mark_masked(steps, value.get("masked_steps"))
     task = value.get("task") if isinstance(value.get("task"), dict) else {}
     instruction = next((_text(m) for m in messages if m.get("role") == "user"), "")
     task_key = task.get("task_id") or value.get("task_id") or f"t-ext-{digest(instruction, 12)}"
@@ -128,18 +135,57 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     finished = steps[-1].action.kind == "finish"
     finish_args = steps[-1].action.arguments if finished else {}
     outcome = Outcome(
-        episode_id=eid, termination="finished" if finished else "harness_error",
+        episode_id=eid, termination="finished" if finished else _termination(value.get("termination")),
         finish_status=str(finish_args.get("status", "")), final_answer=finish_args.get("answer"),
-        success=bool(reward is not None and progress >= 0.5), progress=max(0.0, min(1.0, progress)),
+        success=value["success"] if isinstance(value.get("success"), bool) else bool(reward is not None and progress >= 0.5),
+        progress=max(0.0, min(1.0, progress)),
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
+        requirement_results=_breakdown(value.get("reward_breakdown")),
     )
     episode = Episode(
         episode_id=eid, task_id=str(task_key), family=family, template=template, instruction=instruction,
         split=_split(task, family, template),
         policy=str(value.get("policy") or "external"), model=str(value.get("model") or ""),
-        round_id="external", batch_id=batch_id, source="external", created_at=created_at,
+        rollout=_rollout(value.get("rollout")), round_id="external", batch_id=batch_id, source="external", created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
+
+
+def _termination(value: Any) -> str:
+    """Why an unfinished conversation stopped: the record's own reason when it names one of ours."""
+    return value if value in ("budget_exhausted", "invalid_replies", "endpoint_error", "harness_error") else "harness_error"
+
+
+def _rollout(value: Any) -> int:
+    """The record's rollout number (an eval's epoch, a benchmark's trial), 0 when it has none."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedRecord(f"rollout must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _breakdown(value: Any) -> list[RequirementResult]:
+    """A reward's named parts ({name: value}) as per-requirement results (passed at 1.0, value kept in detail)."""
+    if value is None:
+        return []
+    if not isinstance(value, dict) or not all(isinstance(v, int | float) for v in value.values()):
+        raise MalformedRecord("reward_breakdown must map names to numbers")
+    return [RequirementResult(id=str(k), passed=float(v) >= 1.0, detail=json.dumps({"reward": v}))
+            for k, v in value.items()]
+
+
+def _mark_masked(steps: list[Step], masked: Any) -> None:
+    """Steps the source left out of training come in labelled as wrong, so curation masks them again."""
+    if masked is None:
+        return
+    if not isinstance(masked, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in masked):
+        raise MalformedRecord("masked_steps must be a list of step indices")
+    for i in masked:
+        if not 0 <= i < len(steps):
+            raise MalformedRecord(f"masked step {i} is not a step of the conversation")
+        if steps[i].verification.label == "ok":
+            steps[i].verification.label = "harmful"
 
 
 SPLITS = ("train", "dev", "test", "challenge")

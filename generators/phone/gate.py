@@ -39,7 +39,7 @@ def mutants(family: Family, task: TaskSpec) -> dict[str, list[Action]]:
     """The broken versions of the reference that must all fail, by kind."""
     ref = family.reference_actions(task)
     rng = random.Random(int(digest([task.task_id, "mutants"], 12), 16))
-    wrong = family.wrong_argument(task, ref, rng)
+    wrong = family.mistake(task, ref, rng)
     out = {"wrong_argument": wrong}
     i = first_write_index(wrong)
     if i is not None:  # the right writes plus one more: the mistaken one

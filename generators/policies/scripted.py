@@ -107,7 +107,7 @@ def _with_mistake(kind: str | None, task: TaskSpec, family: Family, ref: list[Ac
     if kind == "skipped_step" and not writes:
         kind = "early_finish"
     if kind == "wrong_argument":
-        return kind, family.wrong_argument(task, plan, rng)
+        return kind, family.mistake(task, plan, rng)
     if kind == "wrong_order":
         i = rng.randrange(len(writes) - 1)
         a, b = writes[i], writes[i + 1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.writers.wordings_apps import WORDINGS as APP_WORDINGS
 from generators.writers.wordings_tool_use import WORDINGS as TOOL_USE_WORDINGS
 
 
@@ -50,18 +51,30 @@ WORDINGS: dict[str, dict[str, str]] = {
         "bedtime.direct": "Get my phone ready for the night. {steps}.",
         "bedtime.casual": "Going to bed soon, please {steps_lower}.",
         "bedtime.terse": "Night setup, in order: {steps_list}.",
+        "drive.direct": "I'm about to drive. {steps}.",
+        "drive.casual": "Heading out in the car, can you {steps_lower}? In that order please.",
+        "drive.terse": "Car mode, in order: {steps_list}.",
+        "cinema.direct": "I'm at the cinema. {steps}.",
+        "cinema.casual": "Movie's starting, please {steps_lower}, in that order.",
+        "cinema.terse": "Cinema setup, in order: {steps_list}.",
+        "saver.direct": "My battery is almost dead. {steps}.",
+        "saver.casual": "Battery's at 5%, could you {steps_lower}? Keep the order.",
+        "saver.terse": "Save battery, in order: {steps_list}.",
     },
 }
 
 
 WORDINGS.update(TOOL_USE_WORDINGS)
+for _family, _wordings in APP_WORDINGS.items():  # the variants that put the other apps to work
+    WORDINGS.setdefault(_family, {}).update(_wordings)
 
 
 def change_phrase(change: dict[str, Any]) -> str:
     """How a person says one device change, e.g. 'turn on airplane mode'."""
     name, value = change["setting"], change["value"]
     labels = {"wifi": "Wi-Fi", "bluetooth": "Bluetooth", "airplane_mode": "airplane mode",
-              "mobile_data": "mobile data", "do_not_disturb": "do not disturb"}
+              "mobile_data": "mobile data", "do_not_disturb": "do not disturb", "battery_saver": "battery saver",
+              "flashlight": "the flashlight"}
     if name in labels:
         return f"turn {'on' if value else 'off'} {labels[name]}"
     if name.startswith("volume_"):

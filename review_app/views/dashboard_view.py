@@ -62,3 +62,20 @@ def render(ctx: Ctx) -> None:
             st.dataframe(table, hide_index=True, width="stretch")
         else:
             st.caption("no episode has two reviewers yet")
+    st.subheader("The flywheel over time")
+    h1, h2 = st.columns(2)
+    with h1:
+        st.markdown("**Competence per family** (after each feedback batch)")
+        df = pd.DataFrame(dashboard.competence_history(ctx.store))
+        if df.empty:
+            st.caption("no feedback yet: `flywheel eval` or `flywheel feedback FILE`")
+        else:
+            chart = alt.Chart(df).mark_line(point=True).encode(
+                x=alt.X("order:O", title="feedback batch"), y=alt.Y("mean:Q", title="success", scale=alt.Scale(domain=[0, 1])),
+                color="family:N", tooltip=["batch", "family", "difficulty", "mean", "sd", "evidence", "zone"])
+            st.altair_chart(chart, width="stretch")
+    with h2:
+        st.markdown("**The mix of each round**")
+        df = pd.DataFrame(dashboard.round_mixes(ctx.store))
+        if not df.empty:
+            st.altair_chart(_bar(df, "round:N", "share:Q", color="family:N", tooltip=["family", "share"]), width="stretch")

@@ -120,10 +120,12 @@ def delete_event(world: World, event_id: str) -> dict[str, Any]:
     return {"deleted": event_id, "title": row["title"], "date": row["date"]}
 
 
-@tool("alarms_list", "clock", "read", "List alarms sorted by time.")
-def list_alarms(world: World) -> dict[str, Any]:
+@tool("alarms_list", "clock", "read", "List alarms sorted by time, optionally those whose label contains a word.",
+      params(query={"type": "string"}))
+def list_alarms(world: World, query: str | None = None) -> dict[str, Any]:
+    q = (query or "").strip().lower()
     rows = sorted(world.table("alarms").rows.values(), key=lambda r: (r["time"], r["id"]))
-    return {"items": [{k: r[k] for k in ("id", "time", "label", "enabled")} for r in rows]}
+    return {"items": [{k: r[k] for k in ("id", "time", "label", "enabled")} for r in rows if q in r["label"].lower()]}
 
 
 @tool("alarms_create", "clock", "write", "Create an alarm.",

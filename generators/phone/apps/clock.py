@@ -29,9 +29,12 @@ def start(world: World, minutes: int, label: str = "") -> dict[str, Any]:
     return _view(world, world.table("timers").insert(row))
 
 
-@tool("timers_list", APP, "read", "List timers with the seconds left (0 when done).")
-def list_timers(world: World) -> dict[str, Any]:
-    return {"items": [_view(world, r) for r in sorted(world.table("timers").rows.values(), key=lambda r: r["id"])]}
+@tool("timers_list", APP, "read", "List timers with the seconds left (0 when done), optionally by label.",
+      params(query={"type": "string"}))
+def list_timers(world: World, query: str | None = None) -> dict[str, Any]:
+    q = (query or "").strip().lower()
+    return {"items": [_view(world, r) for r in sorted(world.table("timers").rows.values(), key=lambda r: r["id"])
+                      if q in r["label"].lower()]}
 
 
 @tool("timers_cancel", APP, "write", "Cancel a timer.", params(["timer_id"], timer_id={"type": "string"}))

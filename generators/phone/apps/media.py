@@ -55,9 +55,11 @@ def search(world: World, query: str) -> dict[str, Any]:
                       if q and q in f"{r['title']} {r['artist']}".lower()]}
 
 
-@tool("playlists_list", APP, "read", "List playlists with their tracks in order.")
-def list_playlists(world: World) -> dict[str, Any]:
-    return {"items": [dict(r) for r in world.table("playlists").rows.values()]}
+@tool("playlists_list", APP, "read", "List playlists with their tracks in order, optionally those whose name "
+      "contains a word.", params(query={"type": "string"}))
+def list_playlists(world: World, query: str | None = None) -> dict[str, Any]:
+    q = (query or "").strip().lower()
+    return {"items": [dict(r) for r in world.table("playlists").rows.values() if q in r["name"].lower()]}
 
 
 @tool("playlists_create", APP, "write", "Create an empty playlist.", params(["name"], name={"type": "string"}))

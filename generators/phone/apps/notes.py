@@ -113,11 +113,13 @@ def delete_note(world: World, note_id: str) -> dict[str, Any]:
     return {"deleted": note_id}
 
 
-@tool("todos_list", APP, "read", "List to-dos by due date; open ones only unless include_done.",
-      params(include_done={"type": "boolean"}))
-def list_todos(world: World, include_done: bool = False) -> dict[str, Any]:
+@tool("todos_list", APP, "read", "List to-dos by due date; open ones only unless include_done; optionally by title.",
+      params(include_done={"type": "boolean"}, query={"type": "string"}))
+def list_todos(world: World, include_done: bool = False, query: str | None = None) -> dict[str, Any]:
+    q = (query or "").strip().lower()
     rows = sorted(world.table("todos").rows.values(), key=lambda r: (r["due"] or "9999", r["id"]))
-    return {"items": [{k: r[k] for k in ("id", "title", "due", "done")} for r in rows if include_done or not r["done"]]}
+    return {"items": [{k: r[k] for k in ("id", "title", "due", "done")} for r in rows
+                      if (include_done or not r["done"]) and q in r["title"].lower()]}
 
 
 @tool("todos_create", APP, "write", "Add a to-do, optionally with a due date.",

@@ -65,12 +65,13 @@ def place_order(world: World, product_id: str, quantity: int = 1) -> dict[str, A
     return dict(add_order(world, product["name"], product["price"], quantity, "placed", world.now.date().isoformat()))
 
 
-@tool("shop_list_orders", APP, "read", "List orders, newest first, optionally by status.",
-      params(status={"type": "string", "enum": STATUSES}))
-def list_orders(world: World, status: str | None = None) -> dict[str, Any]:
+@tool("shop_list_orders", APP, "read", "List orders, newest first, optionally by status or item name (substring).",
+      params(status={"type": "string", "enum": STATUSES}, query={"type": "string"}))
+def list_orders(world: World, status: str | None = None, query: str | None = None) -> dict[str, Any]:
     rows = sorted(world.table("orders").rows.values(), key=lambda r: (r["placed_on"], r["id"]), reverse=True)
+    q = (query or "").strip().lower()
     return {"items": [{k: v for k, v in r.items() if k != "tracked_at"} for r in rows
-                      if status is None or r["status"] == status]}
+                      if (status is None or r["status"] == status) and q in r["item"].lower()]}
 
 
 @tool("shop_track_order", APP, "read", "Where an order is.", params(["order_id"], order_id={"type": "string"}))

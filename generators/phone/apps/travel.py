@@ -81,9 +81,11 @@ def forecast(world: World, city: str, date: str = "today") -> dict[str, Any]:
             "rain_chance": rng.randrange(0, 101, 10)}
 
 
-@tool("trips_list", APP, "read", "List booked trips.")
-def list_trips(world: World) -> dict[str, Any]:
-    return {"items": sorted((dict(r) for r in world.table("trips").rows.values()), key=lambda r: r["start"])}
+@tool("trips_list", APP, "read", "List booked trips, optionally to one city.", params(city={"type": "string"}))
+def list_trips(world: World, city: str | None = None) -> dict[str, Any]:
+    c = (city or "").strip().lower()
+    return {"items": sorted((dict(r) for r in world.table("trips").rows.values() if c in r["city"].lower()),
+                            key=lambda r: r["start"])}
 
 
 @tool("trips_cancel", APP, "write", "Cancel a booked trip.", params(["trip_id"], trip_id={"type": "string"}))

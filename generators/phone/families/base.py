@@ -22,9 +22,12 @@ from generators.phone.tools import TOOLS, call_tool
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
+WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
+
 GENERATOR_VERSION = "0.3"  # 0.3: splits by variant, challenge split
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
+MIN_TOOLS = 10  # never so few that the right tool is obvious
 WORLD_CACHE = 256  # initial worlds kept per family
 
 
@@ -81,8 +84,41 @@ def step_budget(optimal: int) -> int:
     return max(optimal + 2, min(MAX_STEPS, optimal + 6))
 
 
+class Variant:
+    """A variant kept apart from its family's module (e.g. one that puts another app to work):
+    the family's hooks for this one variant. The family lists it in ``apart``."""
+
+    name: str = ""
+    tools: tuple[str, ...] = ()  # tempting neighbours to expose besides what the reference calls
+
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
+        raise NotImplementedError
+
+    def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
+        raise NotImplementedError
+
+    def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
+        return {}
+
+    def solve(self, task: TaskSpec) -> list[Action]:
+        raise NotImplementedError
+
+    def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
+        raise NotImplementedError
+
+    def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
+        return with_wrong_argument(task, actions, rng)
+
+    def level(self, task: TaskSpec, knob: str) -> int:
+        """The level of one knob in a task (as ``Family.level``)."""
+        return int(task.private_params.get("knobs", {}).get(knob, task.difficulty))
+
+
 class Family:
-    """Base class of a task family. Subclasses set the class attributes and four hooks."""
+    """Base class of a task family. Subclasses set the class attributes and four hooks.
+
+    Variants listed in ``apart`` bring their own hooks; every call goes through ``hooks``.
+    """
 
     id: str = ""
     title: str = ""
@@ -95,6 +131,7 @@ class Family:
     tools: tuple[str, ...] = ()
     max_difficulty: int = 3
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
+    apart: tuple[Variant, ...] = ()  # variants with hooks of their own (their templates are added)
     hard_claims: bool = False  # a claim citing a fact no call returned fails the task, not only costs progress
 
     # -- hooks --------------------------------------------------------------
@@ -117,6 +154,14 @@ class Family:
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         """Private facts read off the built world (e.g. an expected count). Default none."""
         return {}
+
+    def hooks(self, variant: str) -> Family | Variant:
+        """What implements a variant: one of ``apart``, else the family's own hooks."""
+        return next((v for v in self.apart if v.name == variant), self)
+
+    def all_templates(self) -> tuple[str, ...]:
+        """The family's templates, then each apart variant's (wordings direct, casual, terse)."""
+        return self.templates + tuple(f"{v.name}.{w}" for v in self.apart for w in WORDINGS)
 
     def split_of(self, template: str) -> Split:
         """The split of a template's variant (declared; a hash for an undeclared one)."""
@@ -149,11 +194,14 @@ class Family:
         """
         writer = writer or TemplateWriter()
         rng = random.Random(digest([self.id, "params", seed]))
-        template = self.templates[rng.randrange(len(self.templates))]
+        templates = self.all_templates()
+        template = templates[rng.randrange(len(templates))]
         split = self.split_of(template)
         difficulty = self.max_difficulty if split == "challenge" else max(1, min(self.max_difficulty, int(difficulty)))
         levels = self.knob_levels(difficulty, knobs)
-        public, private = self.sample_params(rng, variant_of(template), levels)
+        hooks = self.hooks(variant_of(template))
+        public, private = hooks.sample_params(rng, variant_of(template), levels)
+        private["variant"] = variant_of(template)
         private["knobs"] = levels
         # a knob set apart from the difficulty builds another world, so it is another task
         moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
@@ -167,11 +215,11 @@ class Family:
             generator_version=GENERATOR_VERSION,
         )
         world = self.build_world(task)
-        task.private_params.update(self.facts(task, world))  # facts are read off the world, never change it
-        reference = self.solve(task)
+        task.private_params.update(hooks.facts(task, world))  # facts are read off the world, never change it
+        reference = hooks.solve(task)
         task.tools = self.exposed_tools(task, reference)
         _, changes = self.simulate(task, reference, world)
-        task.requirements = [*self.requirements(task, changes),
+        task.requirements = [*hooks.requirements(task, changes),
                              HARD_CLAIMS_GROUNDED if self.hard_claims else CLAIMS_GROUNDED]
         task.optimal_steps = len(reference)
         task.step_budget = step_budget(len(reference))
@@ -181,12 +229,16 @@ class Family:
         """About TOOLS_PER_TASK tools: the ones the reference needs, the family's own list (its
         tempting neighbours), then other tools of the same apps; shuffled so order gives nothing away."""
         needed = [a.tool for a in reference if a.kind == "tool_call" and a.tool in TOOLS]
-        chosen = list(dict.fromkeys([*needed, *self.tools]))
+        hooks = self.hooks(variant_of(task.template))
+        neighbours = hooks.tools if isinstance(hooks, Variant) else self.tools
+        chosen = list(dict.fromkeys([*needed, *neighbours]))
         apps = {TOOLS[t].app for t in chosen}
         rng = random.Random(digest([task.task_id, "tools"]))
         spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen]
         rng.shuffle(spare)
         chosen += spare[: max(0, TOOLS_PER_TASK - len(chosen))]
+        if len(chosen) < MIN_TOOLS:  # a small app (the clock): the family's usual tools fill the list
+            chosen += [t for t in self.tools if t not in chosen][: MIN_TOOLS - len(chosen)]
         rng.shuffle(chosen)
         return chosen
 
@@ -196,7 +248,7 @@ class Family:
         p = task.private_params
         install_all(world, p.get("device_settings"), tuple(p.get("denied_permissions", ())))
         world.faults = [dict(f) for f in task.faults]
-        self.populate(world, random.Random(world.seed), task)
+        self.hooks(variant_of(task.template)).populate(world, random.Random(world.seed), task)
         return world
 
     def initial_world(self, task: TaskSpec) -> tuple[World, dict[str, str]]:
@@ -221,7 +273,7 @@ class Family:
 
     def reference_actions(self, task: TaskSpec) -> list[Action]:
         """The reference solution, ending with finish."""
-        return self.solve(task)
+        return self.hooks(variant_of(task.template)).solve(task)
 
     def simulate(self, task: TaskSpec, actions: list[Action],
                  world: World | None = None) -> tuple[World, list[dict[str, Any]]]:
@@ -243,3 +295,7 @@ class Family:
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         """The reference with one realistic wrong argument in its first write (or in finish's answer)."""
         return with_wrong_argument(task, actions, rng)
+
+    def mistake(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
+        """The realistic wrong-argument slip of this task's variant (the gate's mutant, the policy's error)."""
+        return self.hooks(variant_of(task.template)).wrong_argument(task, actions, rng)

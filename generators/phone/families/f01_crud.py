@@ -9,6 +9,7 @@ from warehouse.contract import Action, Requirement, TaskSpec
 
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact, add_random_contact
+from generators.phone.families import f01_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
 
@@ -27,7 +28,14 @@ class ContactCrud(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "contacts_create", "contacts_update",
              "contacts_delete", "contacts_sync", "calendar_list_events", "device_get_settings",
              "device_grant_permission")
-    splits = {"update_phone": "train", "delete_contact": "train", "create_contact": "test"}
+    splits = {"update_phone": "train", "delete_contact": "train", "set_timer": "train", "add_alarm": "train",
+              "add_todo": "train", "send_mail": "train", "play_playlist": "train", "pause_music": "train",
+              "remove_song": "train", "cancel_timer": "train", "delete_alarm": "train", "change_alarm": "train",
+              "delete_note": "train", "edit_note": "train", "delete_file": "train", "cancel_trip": "train",
+              "cancel_event": "train", "delete_text": "train", "build_playlist": "dev", "complete_todo": "dev",
+              "create_contact": "test", "move_file": "test", "set_mode": "test", "archive_mail": "dev",
+              "move_event": "test", "order_product": "challenge"}
+    apart = f01_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3; from 2 a company to match too"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

@@ -11,6 +11,7 @@ from warehouse.contract import Action, Requirement, TaskSpec
 from generators.phone import seeddata
 from generators.phone.apps.calendar import add_event
 from generators.phone.apps.contacts import add_random_contact
+from generators.phone.families import f02_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
@@ -32,7 +33,9 @@ class QueryAggregate(Family):
              "alarms_list", "contacts_search", "contacts_list", "contacts_get", "contacts_update",
              "device_get_settings")
     hard_claims = True  # an answer backed by a made-up fact is a failure
-    splits = {"count_day": "train", "company_count": "train", "first_start": "dev"}
+    splits = {"count_day": "train", "company_count": "train", "spend_category": "train", "first_start": "dev",
+              "missed_caller": "test", "trip_weather": "challenge"}
+    apart = f02_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"noise": "events per other day 1/2/3, contacts 10/20/35", "targets": "more matching rows"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

@@ -20,6 +20,9 @@ SCENARIOS: dict[str, list[tuple[str, Any]]] = {
     "flight": [("airplane_mode", True), ("wifi", True), ("bluetooth", True), ("brightness", (30, 60))],
     "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", False), ("brightness", (20, 45))],
     "bedtime": [("brightness", (5, 25)), ("do_not_disturb", True), ("volume_alarm", (80, 100)), ("wifi", False)],
+    "drive": [("bluetooth", True), ("do_not_disturb", True), ("volume_media", (60, 90)), ("brightness", (75, 100))],
+    "cinema": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("brightness", (5, 20)), ("mobile_data", False)],
+    "saver": [("battery_saver", True), ("flashlight", False), ("brightness", (10, 30)), ("bluetooth", False)],
 }
 
 
@@ -41,8 +44,9 @@ class DeviceOrder(Family):
     templates = tuple(f"{v}.{w}" for v in SCENARIOS for w in ("direct", "casual", "terse"))
     tools = ("device_get_settings", "device_check_connectivity", "device_set_wifi", "device_set_bluetooth",
              "device_set_airplane_mode", "device_set_mobile_data", "device_set_do_not_disturb",
-             "device_set_volume", "device_set_brightness", "alarms_list", "alarms_create")
-    splits = {"flight": "train", "meeting": "train", "bedtime": "dev"}
+             "device_set_volume", "device_set_brightness", "device_set_battery_saver", "device_set_flashlight", "alarms_list", "alarms_create")
+    splits = {"flight": "train", "meeting": "train", "drive": "train", "bedtime": "dev", "cinema": "test",
+              "saver": "challenge"}
     knobs = {"horizon": "changes 2/3/4"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:

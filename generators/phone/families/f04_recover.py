@@ -16,6 +16,7 @@ from warehouse.contract import Action, Requirement, TaskSpec
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
+from generators.phone.families import f04_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.families.mutants import with_wrong_argument_in_last_write
 from generators.phone.timeparse import WEEKDAYS, resolve_date
@@ -36,7 +37,9 @@ class RecoverPrerequisite(Family):
              "device_set_airplane_mode", "device_set_wifi", "device_grant_permission", "calendar_list_events",
              "calendar_create_event", "notes_list_folders", "notes_create_folder", "notes_create", "notes_search",
              "todos_create")
-    splits = {"offline_text": "train", "event_permission": "train", "missing_folder": "dev"}
+    splits = {"offline_text": "train", "event_permission": "train", "cancel_or_return": "train",
+              "missing_folder": "dev", "call_back": "test", "photo_text": "challenge"}
+    apart = f04_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"faults": "1 missing prerequisite; 2: plus a one-off TIMEOUT; "
                        "3: plus a second prerequisite for texts", "noise": "rows 6/12/20"}
 

@@ -18,6 +18,7 @@ from generators.phone import seeddata
 from generators.phone.apps.calendar import add_event
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
+from generators.phone.families import f05_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
@@ -48,7 +49,9 @@ class AskOrDecline(Family):
     tools = ("contacts_search", "contacts_list", "contacts_get", "messages_send", "messages_list",
              "calendar_list_events", "calendar_create_event", "calendar_update_event", "calendar_delete_event",
              "alarms_list", "device_get_settings", "notes_search", "todos_create")
-    splits = {"ambiguous_contact": "train", "conflict_book": "train", "infeasible_move": "dev"}
+    splits = {"ambiguous_contact": "train", "conflict_book": "train", "pay_confirm": "train",
+              "infeasible_move": "dev", "ambiguous_playlist": "test", "cancel_shipped": "challenge"}
+    apart = f05_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"distractors": "same-first-name contacts 2/3/4; same-title events on other days 1/2/3",
              "noise": "rows 8/16/28"}
 
@@ -143,15 +146,7 @@ class AskOrDecline(Family):
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p, q = task.private_params, task.public_params
         if p["variant"] == "infeasible_move":
-            return [
-                Requirement(id="declined", kind="finish_status", weight=2.0,
-                            description="reported that it cannot be done (or asked) instead of acting",
-                            params={"status": ["infeasible", "needs_user"]}),
-                Requirement(id="nothing_changed", kind="allowed_changes", description="no row changed",
-                            noop_passes=True, params={"allow": []}),
-                Requirement(id="looked_first", kind="called", description="read the calendar before declining",
-                            params={"tool": "calendar_list_events"}),
-            ] + [Requirement(id=f"spare_{d}", kind="forbidden", noop_passes=True,
+            return f05_apps.declined("calendar_list_events", "the calendar") + [Requirement(id=f"spare_{d}", kind="forbidden", noop_passes=True,
                              description=f"never move {d}, the same event on another day",
                              params={"tool": "calendar_update_event", "arguments": {"event_id": d}})
                  for d in p["decoy_ids"]]

@@ -19,6 +19,7 @@ from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.mail import add_mail
 from generators.phone.apps.messages import add_message
 from generators.phone.families import noise
+from generators.phone.families import f06_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import DEFAULT_START, World
 
@@ -43,7 +44,9 @@ class CarryOver(Family):
              "calendar_create_event", "contacts_search", "contacts_get", "messages_search", "messages_list",
              "messages_send", "notes_create", "notes_search", "notes_update", "todos_create")
     hard_claims = True  # an answer backed by a made-up fact is a failure
-    splits = {"mail_to_calendar": "train", "contact_to_text": "train", "code_to_note": "dev"}
+    splits = {"mail_to_calendar": "train", "contact_to_text": "train", "receipt_to_expense": "train",
+              "code_to_note": "dev", "missed_to_contact": "test", "trip_plan": "challenge"}
+    apart = f06_apps.VARIANTS  # the variants that put other apps to work
     knobs = {"distractors": "2+: a superseded version of the fact (or a near-duplicate contact); "
                             "3: the fact only in an attachment, a second decoy", "noise": "rows 6/12/20"}
 

@@ -1,0 +1,67 @@
+"""TRL's SFT shape for tool calling: conversational prompt/completion rows.
+
+Messages are OpenAI chat messages as TRL's chat templates take them: assistant ``tool_calls``
+whose ``arguments`` are objects, ``tool`` messages with the tool's ``name``; every row has the
+task's ``tools`` (JSON schemas). ``datasets.load_dataset("json", ...)`` loads the files (nested
+values of varying keys load as its ``Json`` type, unchanged).
+
+TRL has no per-message weight, so an episode is split at its masked turns: each row's
+``completion`` is a run of agent turns that train, its ``prompt`` everything before it (masked
+turns and their results included). Train with ``completion_only_loss=True`` (the default for
+prompt/completion data); with ``assistant_only_loss=True`` as well (a chat template with
+``{% generation %}`` markers), tool results inside a completion do not train either. Agent turns after the last trainable one appear in no row.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def trl_messages(turns: list[tuple[dict[str, Any], int | None]]) -> list[tuple[dict[str, Any], int | None]]:
+    """Chat turns with object arguments and named tool messages."""
+    names: dict[str, str] = {}
+    out = []
+    for msg, step in turns:
+        msg = dict(msg)
+        if msg.get("tool_calls"):
+            calls = []
+            for call in msg["tool_calls"]:
+                fn = call["function"]
+                names[call["id"]] = fn["name"]
+                calls.append({**call, "function": {"name": fn["name"], "arguments": json.loads(fn["arguments"])}})
+            msg["tool_calls"] = calls
+        elif msg["role"] == "tool":
+            msg["name"] = names.get(msg.get("tool_call_id"), "")
+        out.append((msg, step))
+    return out
+
+
+def trl_rows(turns: list[tuple[dict[str, Any], int | None]], masked: set[int], meta: dict[str, Any],
+             tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of one episode (see the module doc); ``meta`` goes into each row's ``metadata``."""
+    msgs = trl_messages(turns)
+    is_agent = [m["role"] == "assistant" for m, _ in msgs]
+    rows: list[dict[str, Any]] = []
+    start = next((i for i, a in enumerate(is_agent) if a), len(msgs))
+
+    def emit(begin: int, end: int) -> None:
+        last = max((i for i in range(begin, end) if is_agent[i]), default=None)
+        if last is None:
+            return
+        steps = [s for m, s in msgs[begin:last + 1] if s is not None]
+        rows.append({"prompt": [m for m, _ in msgs[:begin]], "completion": [m for m, _ in msgs[begin:last + 1]],
+                     "tools": tools, "metadata": {**meta, "steps": steps, "masked_steps": sorted(masked)}})
+
+    i = start
+    while i < len(msgs):
+        if is_agent[i] and msgs[i][1] in masked:
+            emit(start, i)
+            i += 1
+            while i < len(msgs) and not is_agent[i]:
+                i += 1
+            start = i
+            continue
+        i += 1
+    emit(start, len(msgs))
+    return rows

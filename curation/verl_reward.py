@@ -1,0 +1,173 @@
+"""What a verl trainer runs for our RL set: the reward (``compute_score``) and the phone tools.
+
+``compute_score(data_source, solution_str, ground_truth, extra_info)`` is verl's custom reward
+signature (``custom_reward_function.path`` / ``.name``). ``ground_truth`` is the row's task
+spec (JSON text, ``reward_model.ground_truth`` of :mod:`curation.formats.verl`): the world is
+rebuilt from its seed, the rollout's tool calls are replayed in order through the one
+environment step function, and our verifier's progress (0..1) is the score. Tool calls are read
+as verl's Hermes tool parser writes them: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
+
+``PhoneTool`` is the ``class_name`` of every tool in the exported tools YAML: verl builds one per
+tool schema and calls ``create`` / ``execute`` / ``calc_reward`` / ``release``. Each instance runs
+its calls on its own world, built from the task spec that ``create_kwargs.task_id`` names in the
+export's task-spec file (the tool's ``config.task_specs``): calls on one instance see each other's
+writes, instances do not share a world. ``PhoneUser`` is the interaction: when the agent stops
+calling tools it replays the whole conversation on a fresh world and ends it with the score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from generators.phone import PhoneEnv
+from generators.phone.tools import META_SCHEMAS
+from warehouse.contract import Action, TaskSpec
+
+TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def _arguments(args: Any) -> Any:
+    """Call arguments as an object when they are JSON text of one (else as given: an invalid call)."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
+    """(name, arguments) of each ``<tool_call>`` block, in order; a block that is not a JSON call is
+    ("", raw text) so it replays as an invalid action."""
+    out: list[tuple[str, Any]] = []
+    for block in TOOL_CALL.findall(text or ""):
+        try:
+            call = json.loads(block)
+        except ValueError:
+            out.append(("", block))
+            continue
+        if isinstance(call, dict) and isinstance(call.get("name"), str):
+            out.append((call["name"], _arguments(call.get("arguments", {}))))
+        else:
+            out.append(("", block))
+    return out
+
+
+def _action(i: int, name: str, args: Any) -> Action:
+    if not name or not isinstance(args, dict):
+        return Action(kind="invalid", tool=name, raw=json.dumps(args) if not isinstance(args, str) else args)
+    kind = name if name in META_SCHEMAS else "tool_call"
+    return Action(kind=kind, tool=name, arguments=args, call_id=f"call_{i}")
+
+
+def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, bool]:
+    """(progress, success) of running ``calls`` on a fresh world of ``task`` through the environment."""
+    env = PhoneEnv(task)
+    env.reset()
+    for i, (name, args) in enumerate(calls):
+        if env.done:
+            break
+        env.step(_action(i, name, args))
+    _, success, progress, _ = env.evaluate()
+    return float(progress), bool(success)
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None) -> float:
+    """verl's reward for one rollout: our verifier's progress on the task spec in ``ground_truth``."""
+    task = TaskSpec.model_validate_json(ground_truth)
+    progress, _ = replay_score(task, parse_tool_calls(solution_str))
+    return progress
+
+
+_SPECS: dict[str, dict[str, TaskSpec]] = {}  # task-spec file -> task id -> spec, read once per process
+
+
+def task_spec(path: str, task_id: str) -> TaskSpec:
+    """The spec of ``task_id`` in the JSON Lines task-spec file ``path`` (an export writes it)."""
+    if path not in _SPECS:
+        with open(path, encoding="utf-8") as fh:
+            specs = (TaskSpec.model_validate_json(line) for line in fh if line.strip())
+            _SPECS[path] = {t.task_id: t for t in specs}
+    return _SPECS[path][task_id]
+
+
+def calls_in(messages: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """(name, arguments) of the assistant's tool calls in an OpenAI-style message list."""
+    out: list[tuple[str, Any]] = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", call)
+            out.append((fn.get("name", ""), _arguments(fn.get("arguments", {}))))
+        out += parse_tool_calls(m.get("content") if isinstance(m.get("content"), str) else "")
+    return out
+
+
+class PhoneTool:
+    """A verl tool (``create`` / ``execute`` / ``calc_reward`` / ``release``) for one phone tool schema."""
+
+    def __init__(self, config: dict, tool_schema: Any):
+        self.config = config
+        self.tool_schema = tool_schema
+        fn = tool_schema["function"] if isinstance(tool_schema, dict) else tool_schema.function
+        self.name = fn["name"] if isinstance(fn, dict) else fn.name
+        self._envs: dict[str, PhoneEnv] = {}
+
+    def get_openai_tool_schema(self) -> Any:
+        return self.tool_schema
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, dict]:
+        instance_id = instance_id or str(uuid.uuid4())
+        task_id = (kwargs.get("create_kwargs") or kwargs)["task_id"]
+        env = PhoneEnv(task_spec(self.config["task_specs"], task_id))
+        env.reset()
+        self._envs[instance_id] = env
+        return instance_id, {}
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[str, float, dict]:
+        env = self._envs[instance_id]
+        if env.done:
+            return json.dumps({"ok": False, "error": {"code": "EPISODE_OVER", "message": "the episode has ended"}}), 0.0, {}
+        feedback, verification, _ = env.step(_action(env.steps, self.name, parameters))
+        body = {"ok": feedback.ok, "data": feedback.result} if feedback.ok else {
+            "ok": False, "error": feedback.error.model_dump() if feedback.error else {"code": "ERROR"}}
+        return json.dumps(body, default=str), 0.0, {"progress": verification.progress}
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        return float(self._envs[instance_id].evaluate()[2])
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        self._envs.pop(instance_id, None)
+
+
+class PhoneUser:
+    """A verl interaction (``start_interaction`` / ``generate_response`` / ``calculate_score`` /
+    ``finalize_interaction``): ends the conversation once the agent answers, scored by the verifier."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.name = config.get("name", "flywheel_user")
+        self._tasks: dict[str, TaskSpec] = {}
+        self._scores: dict[str, float] = {}
+
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        instance_id = instance_id or str(uuid.uuid4())
+        self._tasks[instance_id] = task_spec(self.config["task_specs"], kwargs["task_id"])
+        return instance_id
+
+    async def generate_response(self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+                                ) -> tuple[bool, str, float, dict]:
+        progress, success = replay_score(self._tasks[instance_id], calls_in(messages))
+        self._scores[instance_id] = progress
+        return True, "", progress, {"success": success}
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return self._scores.get(instance_id, 0.0)
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        self._tasks.pop(instance_id, None)
+        self._scores.pop(instance_id, None)

@@ -1,0 +1,78 @@
+"""Import Agent Data Protocol trajectories (ADP 1.x standardized records: ``schema_version``,
+``id``, ``content[]`` of actions and observations, ``details``), as JSON Lines or a JSON list.
+
+``api_action`` is a tool call (``function``, ``kwargs``, ``tool_call_id``; its ``description``
+is the agent's text), ``code_action`` a call of ``execute_code`` with its language and code,
+``message_action`` the agent's text; ``text_observation`` from the user or system is a turn of
+theirs, and with a ``tool_call_id`` (or right after an action without one, as ADP 1.2 allowed)
+the result of that call. ``details`` may carry the episode's ``reward`` (else the sum of the
+per-step rewards, when any), ``rollout``, ``task_id`` and the ``masked_steps`` our ADP export
+writes. Shapes as in ADP's published schema (tests/data/adp/SOURCE.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
+
+
+def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
+    out: list[dict[str, Any]] = []
+    rewards: list[float] = []
+    open_call: str | None = None  # the action right before, when it has no result yet
+    for i, item in enumerate(content):
+        kind = item.get("class_") if isinstance(item, dict) else None
+        if isinstance(item, dict) and isinstance(item.get("reward"), int | float):
+            rewards.append(float(item["reward"]))
+        if kind in ("api_action", "code_action"):
+            call_id = str(item.get("tool_call_id") or f"call_{i}")
+            if kind == "api_action":
+                if not isinstance(item.get("function"), str) or not isinstance(item.get("kwargs", {}), dict):
+                    raise ValueError(f"content {i}: an api_action needs a function name and kwargs")
+                call = tool_call(call_id, item["function"], item.get("kwargs") or {})
+            else:
+                call = tool_call(call_id, "execute_code", {"language": item.get("language"), "code": item.get("content")})
+            out.append({"role": "assistant", "content": item.get("description") or "", "tool_calls": [call]})
+            open_call = call_id
+        elif kind == "message_action":
+            out.append({"role": "assistant", "content": str(item.get("content") or "")})
+            open_call = None
+        elif kind in ("text_observation", "image_observation", "web_observation"):
+            text = item.get("content") if kind == "text_observation" else item.get("axtree") or item.get("html") or ""
+            call_id = item.get("tool_call_id") or (open_call if item.get("source") != "user" else None)
+            if call_id:
+                out.append(tool_result(str(call_id), text if isinstance(text, str) else ""))
+            else:
+                out.append({"role": "system" if item.get("source") == "system" else "user", "content": str(text or "")})
+            open_call = None
+        else:
+            raise ValueError(f"content {i}: unknown class_ {kind!r}")
+    return out, rewards
+
+
+def records(recs: list[Any]) -> list[Parsed]:
+    """One chat record per parsed JSON record (``where``, ``number``, ``value``, ``problem``), or why not."""
+    out: list[Any] = []
+    for rec in recs:
+        if rec.problem:
+            out.append(rec)
+            continue
+        traj = rec.value
+        if not isinstance(traj, dict) or not isinstance(traj.get("content"), list) or "id" not in traj:
+            out.append(Parsed(rec.where, rec.number, None, "an ADP trajectory needs an id and a content list"))
+            continue
+        details = traj.get("details") if isinstance(traj.get("details"), dict) else {}
+        try:
+            messages, rewards = _messages(traj["content"])
+        except BAD_SHAPE as exc:
+            out.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
+            continue
+        reward = details.get("reward", sum(rewards) if rewards else None)
+        value = {"messages": messages, "reward": reward, "success": details.get("success"), "rollout": details.get("rollout"),
+                 "masked_steps": details.get("masked_steps"), "policy": str(details.get("policy") or "adp"),
+                 "model": str(details.get("model") or ""),
+                 "task": {"task_id": str(details.get("task_id") or f"adp:{traj['id']}"),
+                          **({"split": details["split"]} if details.get("split") else {})}}
+        out.append(Parsed(f"{rec.where} (trajectory {traj['id']})", rec.number, value))
+    return out

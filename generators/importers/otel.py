@@ -1,0 +1,175 @@
+"""Import OpenTelemetry GenAI traces exported as OTLP JSON (``resourceSpans[].scopeSpans[].spans[]``
+with typed attribute values; one export object, a list of them, or JSON Lines of them).
+
+Spans are grouped into conversations by ``gen_ai.conversation.id`` (the trace's, when only some
+of its spans carry it) or else by trace. A conversation is the input history of its last
+inference span (``gen_ai.input.messages``) plus that span's first output message
+(``gen_ai.output.messages``); message ``parts`` are ``text``, ``tool_call`` and
+``tool_call_response``. ``execute_tool`` spans add what the messages lack: a call's result
+(``gen_ai.tool.call.result``) and failure (span status ERROR or ``error.type``).
+``gen_ai.tool.definitions`` become the task's tool schemas. Message content is opt-in in the
+conventions, so a conversation without it is reported as malformed, never guessed.
+Shapes as in the GenAI semantic conventions and OTLP's JSON encoding (tests/data/otel/SOURCE.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
+from warehouse.errors import InputError
+
+STATUS_ERROR = 2  # OTLP Status.code
+
+
+def _value(v: Any) -> Any:
+    """An OTLP AnyValue as a Python value."""
+    if not isinstance(v, dict):
+        return None
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:  # int64 is a string in OTLP JSON
+        return int(v["intValue"])
+    if "arrayValue" in v:
+        return [_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in v:
+        return {kv.get("key"): _value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+    return None
+
+
+def _spans(export: Any) -> list[dict[str, Any]]:
+    out = []
+    for rs in export.get("resourceSpans") or []:
+        for ss in rs.get("scopeSpans") or []:
+            for span in ss.get("spans") or []:
+                attrs = {a.get("key"): _value(a.get("value")) for a in span.get("attributes") or []}
+                out.append({**span, "traceId": str(span.get("traceId") or ""), "attrs": attrs})
+    return out
+
+
+def _json_attr(attrs: dict[str, Any], key: str) -> Any:
+    value = attrs.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f"{key} is not JSON") from None
+    return value
+
+
+def _messages(history: list[Any], output: list[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(history + output[:1]):
+        if not isinstance(msg, dict) or not isinstance(msg.get("parts"), list):
+            raise ValueError(f"message {i} has no parts")
+        role, parts = msg.get("role"), [p for p in msg["parts"] if isinstance(p, dict)]
+        text = "\n".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+        if role in ("system", "user"):
+            out.append({"role": role, "content": text})
+        elif role == "assistant":
+            calls = [tool_call(str(p.get("id") or f"call_{i}_{j}"), p.get("name"), p.get("arguments") or {})
+                     for j, p in enumerate(parts) if p.get("type") == "tool_call"]
+            out.append({"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})})
+        elif role == "tool":
+            for p in parts:
+                if p.get("type") == "tool_call_response":
+                    out.append(tool_result(str(p.get("id") or ""), p.get("response")))
+        else:
+            raise ValueError(f"message {i} has no known role")
+    return out
+
+
+def _with_tool_spans(messages: list[dict[str, Any]], tool_spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results and failures the execute_tool spans record: a failure replaces the result text,
+    a result the history lacks is added after its call."""
+    by_id = {s["attrs"].get("gen_ai.tool.call.id"): s for s in tool_spans if s["attrs"].get("gen_ai.tool.call.id")}
+    answered = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        span = by_id.get(m.get("tool_call_id")) if m["role"] == "tool" else None
+        if span is not None and _failed(span):
+            m = tool_result(m["tool_call_id"], "", error=_failure(span))
+        out.append(m)
+        for call in m.get("tool_calls") or []:
+            span = by_id.get(call["id"])
+            if call["id"] not in answered and span is not None:
+                if _failed(span):
+                    out.append(tool_result(call["id"], "", error=_failure(span)))
+                elif "gen_ai.tool.call.result" in span["attrs"]:
+                    out.append(tool_result(call["id"], span["attrs"]["gen_ai.tool.call.result"]))
+    return out
+
+
+def _failed(span: dict[str, Any]) -> bool:
+    return (span.get("status") or {}).get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR") or "error.type" in span["attrs"]
+
+
+def _failure(span: dict[str, Any]) -> tuple[str, str]:
+    return str(span["attrs"].get("error.type") or "ERROR"), str((span.get("status") or {}).get("message") or "")
+
+
+def _tools(defs: Any) -> list[dict[str, Any]] | None:
+    if not isinstance(defs, list):
+        return None
+    out = [{"type": "function", "function": {k: d[k] for k in ("name", "description", "parameters") if k in d}}
+           for d in defs if isinstance(d, dict) and isinstance(d.get("name"), str)]
+    return out or None
+
+
+def _conversation(key: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
+    spans = sorted(spans, key=lambda s: int(s.get("startTimeUnixNano") or 0))
+    chats = [s for s in spans if "gen_ai.input.messages" in s["attrs"] and "gen_ai.output.messages" in s["attrs"]]
+    if not chats:
+        raise ValueError("no message content (gen_ai.input.messages / gen_ai.output.messages are opt-in: "
+                         "turn content capture on where the traces are recorded)")
+    last = chats[-1]
+    history, output = _json_attr(last["attrs"], "gen_ai.input.messages"), _json_attr(last["attrs"], "gen_ai.output.messages")
+    if not isinstance(history, list) or not isinstance(output, list):
+        raise ValueError("gen_ai.input.messages / gen_ai.output.messages are not lists of messages")
+    tool_spans = [s for s in spans if s["attrs"].get("gen_ai.operation.name") == "execute_tool"]
+    messages = _with_tool_spans(_messages(history, output), tool_spans)
+    defs = next((_json_attr(s["attrs"], "gen_ai.tool.definitions") for s in reversed(chats)
+                 if "gen_ai.tool.definitions" in s["attrs"]), None)
+    attrs = last["attrs"]
+    value = {"messages": messages, "model": str(attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or ""),
+             "policy": next((str(s["attrs"]["gen_ai.agent.name"]) for s in spans if s["attrs"].get("gen_ai.agent.name")),
+                            "otel"),
+             "task": {"task_id": f"otel:{key}"}}
+    tools = _tools(defs)
+    if tools:
+        value["tools"] = tools
+    return value
+
+
+def records(exports: list[Any], name: str) -> list[Parsed]:
+    """One chat record per conversation in the file ``name``'s parsed records (or the reason it cannot be one)."""
+    spans: list[dict[str, Any]] = []
+    bad: list[Any] = []
+    for rec in exports:
+        if rec.problem:
+            bad.append(rec)
+        elif isinstance(rec.value, dict) and "resourceSpans" in rec.value:
+            try:
+                spans += _spans(rec.value)
+            except BAD_SHAPE as exc:
+                bad.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
+        else:
+            bad.append(Parsed(rec.where, rec.number, None, "not an OTLP trace export (no resourceSpans)"))
+    if not spans and not bad:
+        raise InputError(f"{name}: no spans (expected OTLP JSON with resourceSpans)")
+    conv_of_trace = {s.get("traceId"): s["attrs"]["gen_ai.conversation.id"] for s in spans
+                     if s["attrs"].get("gen_ai.conversation.id")}
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in spans:
+        conv = s["attrs"].get("gen_ai.conversation.id") or conv_of_trace.get(s.get("traceId"))
+        groups[f"conversation {conv}" if conv else f"trace {s.get('traceId')}"].append(s)
+    out = list(bad)
+    for n, (where, group) in enumerate(groups.items(), start=1):
+        try:
+            out.append(Parsed(where, n, _conversation(where.split(" ", 1)[1], group)))
+        except BAD_SHAPE as exc:
+            out.append(Parsed(where, n, None, problem_of(exc)))
+    return out

@@ -1,0 +1,114 @@
+"""``flywheel export --format verl``: verl's multi-turn RL Parquet read with pyarrow, the tools and
+interaction YAML it needs, and a reward module whose ``compute_score`` scores a rollout with our
+verifier from the row's task spec (it reproduces every recorded episode's progress)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from curation.verl_reward import PhoneTool, PhoneUser, compute_score
+from flows.export_cmd import export
+from tests.curation_data import build_round
+from tests.format_roundtrip import DATA, import_file
+from warehouse.contract import TaskSpec
+from warehouse.query import iter_records
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    base = tmp_path_factory.mktemp("verl")
+    store, _ = build_round(base / "data", episodes=40, rollouts=2)
+    import_file(base / "data", DATA / "tau2" / "airline_results.json", "tau2")  # no world behind it: left out
+    out = base / "out"
+    _, manifest = export(store, out, fmt="verl", include_verified=False, decisions={})
+    return store, out, manifest
+
+
+def _rollouts(store):
+    con = store.duck()
+    specs = {t.task_id: t for t in iter_records(con, "tasks")}
+    outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
+    steps: dict[str, list] = {}
+    for s in iter_records(con, "steps"):
+        steps.setdefault(s.episode_id, []).append(s)
+    for ep in iter_records(con, "episodes"):
+        st = sorted(steps[ep.episode_id], key=lambda s: s.index)
+        if ep.source == "collected" and all(s.action.kind != "invalid" for s in st):
+            yield specs[ep.task_id], st, outcomes[ep.episode_id]
+
+
+def _hermes(steps) -> str:
+    return "".join(f"I will act.\n<tool_call>\n{json.dumps({'name': s.action.tool, 'arguments': s.action.arguments})}\n</tool_call>"
+                   for s in steps)
+
+
+def test_parquet_and_yaml_load_and_agree(exported):
+    store, out, manifest = exported
+    assert manifest["format"] == "verl" and manifest["excluded"] == {"no_verifier": 1}
+    table = pq.read_table(out / "verl.train.parquet")
+    rows = table.to_pylist()
+    assert rows and set(table.column_names) == {"data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"}
+    tools = yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"]
+    interaction = yaml.safe_load((out / "verl.interaction.yaml").read_text())["interaction"]
+    names = [t["tool_schema"]["function"]["name"] for t in tools]
+    assert {"finish", "ask_user"} <= set(names) and all(t["class_name"] == "curation.verl_reward.PhoneTool" for t in tools)
+    specs = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
+    for row in rows:
+        info = row["extra_info"]
+        assert row["agent_name"] == "tool_agent" and row["reward_model"]["style"] == "rule"
+        assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["prompt"][1]["content"] == specs[info["task_id"]].instruction
+        assert TaskSpec.model_validate_json(row["reward_model"]["ground_truth"]) == specs[info["task_id"]]
+        assert sorted(info["tools_kwargs"]) == sorted(names) and info["need_tools_kwargs"] is True
+        assert info["interaction_kwargs"]["name"] == interaction[0]["name"] and info["split"] == "train"
+    assert manifest["files"]["verl.tools.yaml"]["sha256"] and sum(f["rows"] or 0 for f in manifest["files"].values()) == sum(manifest["splits"].values())
+
+
+def test_compute_score_reproduces_every_recorded_reward_and_catches_near_misses(exported):
+    store, out, _ = exported
+    spec = importlib.util.spec_from_file_location("flywheel_reward", out / "verl.reward.py")  # as verl loads it
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    n = near = 0
+    for task, steps, outcome in _rollouts(store):
+        text = _hermes(steps)
+        assert module.compute_score(f"agent-flywheel/{task.family}", text, task.model_dump_json(), {}) == pytest.approx(outcome.progress)
+        n += 1
+        writes = [i for i, s in enumerate(steps) if s.action.kind == "tool_call" and s.feedback.ok and s.feedback.state_delta]
+        if outcome.success and writes:  # the same rollout without its last successful write is no success
+            cut = steps[:writes[-1]] + steps[writes[-1] + 1:]
+            assert compute_score("x", _hermes(cut), task.model_dump_json()) < outcome.progress
+            near += 1
+    assert n >= 20 and near >= 3
+    task = next(_rollouts(store))[0]
+    assert compute_score("x", "I give up. <tool_call>not json</tool_call>", task.model_dump_json()) < 1.0
+
+
+def test_phone_tool_and_user_run_a_rollout_on_the_task_world(exported):
+    store, out, _ = exported
+    tools = {t["tool_schema"]["function"]["name"]: t for t in yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"]}
+    config = yaml.safe_load((out / "verl.interaction.yaml").read_text())["interaction"][0]["config"]
+    task, steps, outcome = next((t, s, o) for t, s, o in _rollouts(store) if s[0].action.kind == "tool_call")
+
+    async def run():
+        first = steps[0].action
+        tool = PhoneTool(tools[first.tool]["config"], tools[first.tool]["tool_schema"])
+        iid, _ = await tool.create(create_kwargs={"task_id": task.task_id})
+        text, _, _ = await tool.execute(iid, first.arguments)
+        await tool.release(iid)
+        user = PhoneUser(config)
+        uid = await user.start_interaction(task_id=task.task_id)
+        messages = [{"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": s.action.tool, "arguments": json.dumps(s.action.arguments)}}]}
+            for i, s in enumerate(steps)]
+        done, _, score, extra = await user.generate_response(uid, messages)
+        return json.loads(text), done, score, extra
+
+    reply, done, score, extra = asyncio.run(run())
+    assert reply["ok"] == steps[0].feedback.ok and reply.get("data") == steps[0].feedback.result
+    assert done is True and score == pytest.approx(outcome.progress) and extra["success"] == outcome.success

@@ -1,0 +1,73 @@
+"""``flywheel import --format otel``: OpenTelemetry GenAI spans as OTLP JSON, on sample traces in
+the conventions' documented shape (tests/data/otel/SOURCE.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flows.import_cmd import prepare_import
+from tests.conftest import cli_env, flywheel
+from tests.format_roundtrip import DATA, approve, export_rows, facts, import_file
+from warehouse.errors import InputError
+from warehouse.query import iter_records
+
+TRACES = DATA / "otel" / "traces.jsonl"
+
+
+def test_a_conversation_is_its_last_chat_span_plus_the_tool_spans(tmp_path):
+    store, summary = import_file(tmp_path / "d", TRACES, "otel")
+    assert summary.imported == 1
+    [(where, why)] = summary.skipped  # content capture off: reported, never guessed
+    assert where == "trace 5b8efff798038103d269b633813fc60c" and "no message content" in why and "opt-in" in why
+    [(key, ep)] = facts(store).items()
+    assert key == ("otel:conv-ann", 0)
+    assert [s[:4] for s in ep["steps"]] == [
+        ("tool_call", "contacts_search", "call_o1", {"query": "Ann Lee"}),
+        ("tool_call", "contacts_get", "call_o2", {"contact_id": "c-9"}),
+        ("tool_call", "contacts_get", "call_o3", {"contact_id": "c-1"}),
+        ("finish", "finish", "", {"status": "completed", "summary": "Ann Lee's number is 555-0101."})]
+    assert ep["steps"][0][5] == [{"id": "c-1"}]
+    # the execute_tool span's ERROR status makes the call a failure with its error.type and message
+    assert ep["steps"][1][4:] == (False, {"code": "NotFoundError", "message": "no contact c-9"})
+    # the last call's result is only on its execute_tool span (gen_ai.tool.call.result)
+    assert ep["steps"][2][4:] == (True, {"phone": "555-0101"})
+    [task] = list(iter_records(store.duck(), "tasks"))
+    assert [t["function"]["name"] for t in task.tool_schemas] == ["contacts_search", "contacts_get"]
+    [episode] = list(iter_records(store.duck(), "episodes"))
+    assert (episode.model, episode.policy) == ("gpt-4o-2024-08-06", "phone_agent")
+
+
+def test_spans_group_by_trace_without_a_conversation_id(tmp_path):
+    lines = [json.loads(line) for line in TRACES.read_text().splitlines()]
+    for rs in lines[0]["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.conversation.id"]
+    src = tmp_path / "one.json"
+    src.write_text(json.dumps(lines[0]))  # a single export object, not JSON Lines
+    prepared = prepare_import(src, "otel")
+    [record] = prepared.episodes.values()
+    assert record.episode.task_id == "otel:4bf92f3577b34da6a3ce929d0e0e4736" and len(record.steps) == 4
+
+
+def test_import_then_export_keeps_call_ids_and_results(tmp_path):
+    store, _ = import_file(tmp_path / "d", TRACES, "otel")
+    [row], _ = export_rows(store, tmp_path / "out", "adp", approve(store), scrub=False)
+    results = {c["tool_call_id"]: json.loads(c["content"]) for c in row["content"]
+               if c["class_"] == "text_observation" and "tool_call_id" in c}
+    assert results["call_o2"]["error"]["code"] == "NotFoundError" and results["call_o3"]["data"] == {"phone": "555-0101"}
+
+
+def test_not_otlp_is_one_clear_error(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"resourceSpans": []}))
+    with pytest.raises(InputError, match="no spans"):
+        prepare_import(tmp_path / "x.json", "otel")
+
+
+def test_cli_import_reports_the_trace_without_content(tmp_path):
+    proc = flywheel("import", str(TRACES), "--format", "otel", env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Imported 1 episodes" in proc.stdout
+    assert "trace 5b8efff798038103d269b633813fc60c: skipped: no message content" in proc.stderr
