@@ -8,8 +8,8 @@ from sqlmodel import select
 
 from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
 from review_app.data import Overlap, review_connection
-from review_app.decisions import WITHDRAWN
 from warehouse import state
+from warehouse.state import WITHDRAWN
 from warehouse.store import Store
 
 

@@ -15,11 +15,11 @@ import pyarrow as pa
 from sqlmodel import select
 
 from review_app.agreement import Overlap
-from review_app.decisions import WITHDRAWN
 from review_app.final import resolve_all
 from warehouse import query, state
 from warehouse import review_tables as rt
 from warehouse.schemas import TABLES
+from warehouse.state import WITHDRAWN
 from warehouse.store import Store
 
 _BASES: OrderedDict[tuple, duckdb.DuckDBPyConnection] = OrderedDict()

@@ -15,12 +15,12 @@ from review_app.data import warehouse_cursor
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.errors import InputError
+from warehouse.state import WITHDRAWN  # noqa: F401  (the decision value a withdrawal records)
 from warehouse.store import Store
 
 DECISIONS = ("approve", "reject", "needs_fix")
 # Appended when a reviewer takes a decision back (an annotation deleted in Label Studio): their
 # vote no longer counts from then on, while a release approved before still sees it.
-WITHDRAWN = "withdrawn"
 REJECT_REASONS: dict[str, str] = {
     "wrong_result": "Wrong result: the task is not done as asked",
     "harmful_action": "Harmful or unwanted change to the phone",

@@ -18,9 +18,9 @@ from datetime import datetime
 from sqlmodel import select
 
 from review_app.agreement import Overlap, in_overlap, resolve
-from review_app.decisions import WITHDRAWN
 from warehouse import review_tables as rt
 from warehouse import state
+from warehouse.state import WITHDRAWN
 from warehouse.store import Store
 
 

@@ -73,6 +73,9 @@ class PlanProposal(SQLModel, table=True):
     computed_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
 
 
+WITHDRAWN = "withdrawn"  # a decision taken back (deleted in Label Studio): that vote stops counting
+
+
 class ReviewBase(SQLModel):
     episode_id: str = Field(index=True)
     round_id: str = Field(index=True)
