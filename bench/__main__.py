@@ -37,6 +37,10 @@ BENCHES = [
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
     Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
           r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
+    Bench("near duplicates", "bench_semantic.py", "5-gram only", "recall > 0.8, 0 false positives", r"^one meaning.*"),
+    Bench("label studio", "bench_label_studio.py", "5,000 episodes", "push and pull finish", r"episodes pushed in.*"),
+    Bench("flywheel", "bench_flywheel.py", "uniform mix", "<= 0.60 of uniform's rounds",
+          r"competence-aware(?: / uniform rounds: (?P<ratio>[\d.]+))?.*"),
 ]
 
 

@@ -49,3 +49,13 @@ def test_bench_label_studio_quick_pushes_and_pulls_against_the_real_server(label
     assert set(rows) == {"push", "pull"}
     assert "100 episodes pushed in" in proc.stdout
     assert label_studio.admin_token not in proc.stdout + proc.stderr
+
+
+def test_bench_flywheel_quick_runs_the_three_strategies_through_the_real_path():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_flywheel.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("family"))
+    assert header.split() == ["family", "competence-aware", "uniform", "failure-only"]
+    assert [line.split()[0] for line in proc.stdout.splitlines()[2:10]] == [
+        "F01", "F02", "F03", "F04", "F05", "F06", "all", "seconds"]
