@@ -33,10 +33,14 @@ def _rows(out, manifest):
     return rows
 
 
-def _funnel_out(store):
+def _funnel_out(store, held_out: bool = True):
+    """Episodes curation lets through; with ``held_out=False`` only those of training splits
+    (the challenge split is never written into a training file)."""
     return store.duck().execute(
-        """SELECT count(*) FROM (SELECT episode_id FROM marks WHERE "check" IN
-           ('schema','replay','exact_duplicate','near_duplicate','selection') GROUP BY 1 HAVING bool_and(passed))"""
+        """SELECT count(*) FROM (SELECT m.episode_id FROM marks m JOIN episodes e USING (episode_id)
+           JOIN tasks t USING (task_id) WHERE "check" IN
+           ('schema','replay','exact_duplicate','near_duplicate','selection') AND (? OR t.split <> 'challenge')
+           GROUP BY 1 HAVING bool_and(passed))""", [held_out]
     ).fetchone()[0]
 
 
@@ -72,7 +76,7 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
             assert manifest["episodes_in"] == 240
             assert sum(manifest["excluded"].values()) + len(rows) == 240
             assert all(check_record(r) == [] for r in rows)
-            assert len(rows) == _funnel_out(store)
+            assert len(rows) == _funnel_out(store, held_out=False)
         if fmt == "dpo":
             assert set(manifest["pair_kinds"]) <= {"approved_vs_rejected", "success_vs_failure", "cheaper_vs_costlier"}
             assert sum(manifest["pairs"]["by_source"].values()) == len(rows)
