@@ -106,7 +106,7 @@ def episode_level(pairs: list[tuple], low_signal: bool, embed) -> float:
             if low_signal:  # one finish, the same answer within the pair, another across pairs
                 calls = [("finish", {"status": "completed", "answer": k})]
             else:
-                calls = [(a.tool, a.arguments) for a in get_family(fid).solve(task)]
+                calls = [(a.tool, a.arguments) for a in get_family(fid).reference_actions(task)]
                 calls = [c for c in calls if c[0] != "finish"] + [("finish", {"status": "completed", "pair": k})]
             eps.append({"episode_id": eid, "round_id": "r", "task_id": f"t{eid}", "family": fid,
                         "instruction": instruction, "success": True, "difficulty": 1, "n_steps": len(calls)})
