@@ -173,9 +173,14 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
         "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
-    model_errors = [{"termination": t, "message": m or "", "episodes": n} for t, m, n in con.execute(
-        "SELECT o.termination, json_extract_string(o.failure, '$.detail'), count(*) FROM outcomes o "
-        "WHERE o.termination IN ('request_rejected', 'endpoint_error') GROUP BY 1, 2 ORDER BY 3 DESC").fetchall()]
+    # once per way a round's episodes were cut off, with the server's messages (an episode whose task
+    # was already done when it was cut off succeeded, so it has no failure detail of its own)
+    model_errors = [{"termination": t, "message": " | ".join(m[:3]) + (f" (+{len(m) - 3} more)" if len(m) > 3 else ""),
+                     "episodes": n} for t, m, n in con.execute(
+        "SELECT o.termination, list_sort(list_distinct(list(json_extract_string(o.failure, '$.detail')) "
+        "FILTER (WHERE o.failure IS NOT NULL AND json_extract_string(o.failure, '$.detail') <> ''))), count(*) "
+        "FROM outcomes o WHERE o.termination IN ('request_rejected', 'endpoint_error') GROUP BY 1 ORDER BY 3 DESC"
+    ).fetchall()]
     with store.session() as s:
         batches = state.batches_of(session=s, round_id=round_id)
     return {

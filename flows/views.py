@@ -216,7 +216,8 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     for e in summary.get("model_errors") or []:
         what = ("the model server refused a request (not retried)" if e["termination"] == "request_rejected"
                 else "the model endpoint kept failing")
-        console.print(f"  [yellow]{e['episodes']} episode(s) ended because {what}[/]: {escape(e['message'])}")
+        console.print(f"  [yellow]{e['episodes']} episode(s) ended because {what}[/]: {escape(e['message'])}",
+                      soft_wrap=True)  # one line, so the server's message can be grepped whole
     console.print(f"Data: {settings.data_dir.resolve()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")
