@@ -4,8 +4,7 @@
 - Mastered (high rate over several batches): up a difficulty level where there is one, else
   down to a keep-alive share (enough to notice forgetting).
 - Failing: down a level where there is one; at the lowest level, a failure curriculum
-  rather than more of the same: the family's easier variants, reference-like
-  demonstrations, and every episode to people.
+  rather than more of the same: a smaller share drawn from the family's easier variants.
 - Too little evidence, or none: explore at full weight, said as such.
 - A capability (tool use, memory, ...) well below the others gets its families boosted.
 - Model-side failure types add targeted tasks to the families they came from; harness-side
@@ -88,8 +87,7 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
         easy = easier_variants(fam, level, inputs.variants)
         which = f"easier variants {', '.join(easy)}" if easy else "any variant (none measured easier)"
         return FamilyMix(fam, FAILURE_WEIGHT, level,
-                         f"failing at the lowest level ({seen}): failure curriculum: {which}, "
-                         "reference-like demonstrations, all to people",
+                         f"failing at the lowest level ({seen}): failure curriculum: {which}",
                          curriculum="failure", variants=easy, competence=seen)
     w = learnability(c.mean)
     return FamilyMix(fam, w, level, f"learning at level {level} ({seen}): learnability {w:.2f}", competence=seen)
