@@ -79,25 +79,31 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
         proc = subprocess.Popen([flywheel_executable(), *_model_args(server, "--episodes", "60")], env=env,
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            def shard_committed_and_next_half_asked() -> bool:
+            def open_shard_journaled() -> bool:
                 assert proc.poll() is None, "the round finished before it could be killed"
-                requests = server.stats()["requests"]
                 # model calls start after the round's tables exist: only then may we open the database
-                return bool(requests and warehouse().done_keys("r0001", "episodes")
-                            and requests >= _steps_committed(warehouse()) + 2 * concurrency)
+                if not server.stats()["requests"] or not warehouse().done_keys("r0001", "episodes"):
+                    return False
+                return bool(_open_journal(warehouse()))
 
-            wait_for("a committed shard and the next one half asked", shard_committed_and_next_half_asked,
-                     timeout=180, interval=0.1)
+            wait_for("a committed shard and replies of the next one journaled", open_shard_journaled,
+                     timeout=180, interval=0.05)
+            # Freeze the round where it stands (new requests wait unanswered), let the calls already
+            # answered reach the journal, then kill: no race between the check and the kill.
+            server.set_faults(FaultConfig(latency_ms=50, hold=True))
+            wait_for("the round frozen", _settled(lambda: (len(_journal(warehouse())), _steps_committed(warehouse()))),
+                     timeout=60, interval=0.3)
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
+            server.set_faults(FaultConfig(latency_ms=50))
         journaled = _journal(warehouse())
         committed_shards = warehouse().done_keys("r0001", "episodes")
         assert journaled and 0 < len(committed_shards) < 6
         committed_before = {r[0] for r in warehouse().duck().execute("SELECT episode_id FROM episodes").fetchall()}
-        assert {e for e, _ in journaled} - committed_before, "the kill must leave journaled replies of an open shard"
+        assert _open_journal(warehouse()), "the kill must leave journaled replies of an open shard"
         before = server.stats()["episodes"]
 
         rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
@@ -123,6 +129,25 @@ def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect
 
 def _steps_committed(store) -> int:
     return store.duck().execute("SELECT count(*) FROM steps").fetchone()[0]
+
+
+def _open_journal(store) -> set[tuple[str, int]]:
+    """Journaled replies of episodes not yet committed."""
+    committed = {r[0] for r in store.duck().execute("SELECT episode_id FROM episodes").fetchall()}
+    return {(e, i) for e, i in _journal(store) if e not in committed}
+
+
+def _settled(read):
+    """A check that holds once ``read()`` gives the same value twice in a row."""
+    last: list = []
+
+    def check() -> bool:
+        value = read()
+        same = bool(last) and last[-1] == value
+        last.append(value)
+        return same
+
+    return check
 
 
 def _journal(store) -> set[tuple[str, int]]:

@@ -86,6 +86,8 @@ def build_app(state: ServerState) -> Starlette:
             return _error(404, f"The model `{model}` does not exist.", "invalid_request_error", "model_not_found")
         messages = body.get("messages") or []
         episode = request.headers.get(EPISODE_HEADER, "")
+        while state.faults.hold:  # frozen by the test until it sets the faults again
+            await asyncio.sleep(0.02)
         state.requests += 1
         state.per_episode[episode] += 1
         cfg = state.faults

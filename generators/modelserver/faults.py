@@ -23,7 +23,9 @@ class FaultConfig:
     """Fault injection for the test server. ``rate`` is the chance a request is faulty;
     ``kinds`` weighs which fault it gets. ``down`` makes every request fail with 503. ``strict``
     refuses requests the way llama.cpp's server does (a 500 with a validation error) when their
-    messages break a rule a common server keeps (see :mod:`generators.modelserver.strict`)."""
+    messages break a rule a common server keeps (see :mod:`generators.modelserver.strict`). ``hold``
+    keeps every new request waiting, uncounted and unanswered, until the faults are set again
+    without it: a test freezes a client mid-round that way instead of racing it."""
 
     latency_ms: float = 0.0
     rate: float = 0.0
@@ -32,6 +34,7 @@ class FaultConfig:
     timeout_s: float = 5.0  # how long a "timeout" request hangs before answering
     down: bool = False
     strict: bool = False
+    hold: bool = False
     seed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
