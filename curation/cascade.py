@@ -83,8 +83,9 @@ def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
                         for p, t in zip(episodes["progress"], episodes["termination"])])
 
 
-def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> CascadeResult:
-    """Every step's marks for the episodes of ``inp``, and the funnel."""
+def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
+                on_step: Callable[[str], None] | None = None) -> CascadeResult:
+    """Every step's marks for the episodes of ``inp``, and the funnel (``on_step`` hears each step's name)."""
     ep, st = inp.episodes.reset_index(drop=True), inp.steps.reset_index(drop=True)
     seconds: dict[str, float] = {}
     out: list[pd.DataFrame] = []
@@ -93,6 +94,8 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
         t0 = time.perf_counter()
         res = fn(*args, **kw)
         seconds[name] = round(time.perf_counter() - t0, 3)
+        if on_step is not None and name in STEPS:
+            on_step(name)
         return res
 
     calls = timed("signatures", call_columns, st)

@@ -61,6 +61,11 @@ def _existing_store(config: Path | None, data_dir: Path | None, state_url: str |
     return settings, Store(settings.data_dir, settings.state_url, create=False)
 
 
+def _print_json(data: Any) -> None:
+    """One JSON document on stdout, nothing else (no colour, no wrapping)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+
+
 @app.command()
 def run(
     episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes in the round.")] = None,
@@ -79,6 +84,9 @@ def run(
     writer: Annotated[
         str | None, typer.Option("--writer", help="Who words the instructions: template (offline) or openai.")
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     config: ConfigOpt = None,
@@ -93,6 +101,8 @@ def run(
         round_over["rollouts"] = rollouts
     if seed is not None:
         round_over["seed"] = seed
+    if workers is not None:
+        round_over["workers"] = workers
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
@@ -221,6 +231,7 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -243,6 +254,10 @@ def export(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
         )
+    if as_json:
+        _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
+                     "excluded": manifest["excluded"], "out": str(out_dir), "manifest": str(result.manifest_path)})
+        return
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
@@ -271,6 +286,7 @@ def decide(
         bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
     ] = False,
     password_stdin: PasswordStdinOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -282,6 +298,11 @@ def decide(
     saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
                 password_stdin=password_stdin)
+    if as_json:
+        _print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
+                     "decision": saved.decision, "reason": saved.reason_code,
+                     "first_wrong_step": saved.first_wrong_step, "recovered": saved.recovered})
+        return
     mark = "" if saved.first_wrong_step is None else f", first wrong step {saved.first_wrong_step}" + (
         " (recovered)" if saved.recovered else "")
     out.print(f"Recorded {saved.decision} by {saved.reviewer} on {saved.episode_id} (round {saved.round_id}{mark})",
@@ -295,6 +316,7 @@ def feedback(
     threshold: Annotated[
         float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
     ] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -303,11 +325,14 @@ def feedback(
     from flows.feedback_cmd import import_feedback
     from flows.planning import refresh_proposal
     from flows.stages import selected_families
-    from flows.views import print_feedback_import
+    from flows.views import feedback_json, print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
     refresh_proposal(store, settings, selected_families(settings))
+    if as_json:
+        _print_json(feedback_json(result))
+        return
     print_feedback_import(out, err, result, str(file))
 
 
@@ -394,6 +419,7 @@ def import_(
         typer.Option("--tools", help="OpenAI function schemas (a JSON list) for the records that carry no `tools` "
                                      "of their own; without it, schemas are inferred from the calls.", show_default=False),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -405,13 +431,19 @@ def import_(
     settings = _settings(config, data_dir, state_url)
     prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
-    if pre.without_schemas:
+    if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"
         inferred = (f"; schemas inferred from the calls for {len(pre.inferred_tools)} tool(s): "
                     f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
         out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
                   markup=False, highlight=False, soft_wrap=True)
     summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
+    if as_json:
+        _print_json({"file": str(file), "round": summary.round_id, "imported": summary.imported,
+                     "already": summary.already, "file_already_imported": summary.file_already_imported,
+                     "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
+                     "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
+        return
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
     if summary.file_already_imported:
@@ -433,6 +465,7 @@ def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
     password_stdin: PasswordStdinOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -442,11 +475,15 @@ def reviewer_add(
 
     settings = _settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    if as_json:
+        _print_json({"name": user.name, "role": user.role, "active": True})
+        return
     out.print(f"Added {user.role} {user.name}")
 
 
 @reviewer_app.command("list")
 def reviewer_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -458,6 +495,9 @@ def reviewer_list(
     from flows.reviewer_cmd import reviewer_rows
 
     rows = reviewer_rows(_settings(config, data_dir, state_url))
+    if as_json:
+        _print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
+        return
     if not rows:
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
         return

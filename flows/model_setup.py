@@ -6,8 +6,10 @@ from typing import Any
 
 from generators.model_collect import ModelPolicy
 from generators.models import Engine, EngineConfig, OpenAIEndpoint, probe_endpoint
+from generators.models.limits import Bookings
 from warehouse import state
 from warehouse.errors import ConfigError
+from warehouse.ratelimit import RedisBookings, SqlBookings
 from warehouse.settings import OpenAISettings, Settings
 from warehouse.store import Store
 
@@ -31,12 +33,29 @@ def engine_config(cfg: OpenAISettings) -> EngineConfig:
                         breaker_failures=cfg.breaker_failures)
 
 
-def make_engine(cfg: OpenAISettings) -> Engine:
-    """An engine over the real endpoint; create it inside the event loop that will use it."""
+def shared_bookings(settings: Settings, store: Store) -> Bookings | None:
+    """Where the round's RPM and TPM schedules live, so every worker keeps to the same limits:
+    Redis when ``redis_url`` is set, else the state database (None when no rate is limited)."""
+    if not (settings.openai.rpm or settings.openai.tpm):
+        return None
+    if settings.redis_url:
+        return RedisBookings(settings.redis_url)
+    return SqlBookings(store.engine)
+
+
+def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
+    """An engine over the real endpoint; create it inside the event loop that will use it.
+
+    ``workers`` engines run at once (one per shard being collected): each gets its share of
+    ``openai.concurrency``, and all book their calls against the same shared limits."""
+    cfg = settings.openai
     # the client's own timeout is a backstop; the engine times each attempt itself
     endpoint = OpenAIEndpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
                               timeout_s=cfg.timeout_s + 5)
-    return Engine(endpoint, engine_config(cfg))
+    config = engine_config(cfg)
+    config.concurrency = max(1, -(-cfg.concurrency // workers))
+    bookings = shared_bookings(settings, store) if store is not None else None
+    return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{cfg.base_url}:{cfg.model}")
 
 
 def model_policy(cfg: OpenAISettings) -> ModelPolicy:

@@ -29,11 +29,14 @@ def configure_prefect(data_dir: Path) -> None:
         "PREFECT_SERVER_UI_ENABLED": "false",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        # a local Dask cluster (round.runner = "dask") and its worker processes: errors only
+        "DASK_LOGGING__DISTRIBUTED": "error",
+        "DASK_DISTRIBUTED__WORKER__DAEMON": "true",
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", module="prefect")
     # Shutdown-time chatter (telemetry, task_run_recorder) is not for users' eyes.
-    for name in ("prefect", "prefect.server", "uvicorn", "httpx", "asyncio"):
+    for name in ("prefect", "prefect.server", "uvicorn", "httpx", "asyncio", "distributed"):
         logging.getLogger(name).setLevel(logging.ERROR)

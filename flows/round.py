@@ -1,23 +1,33 @@
-"""One round as a Prefect flow: plan, write tasks, collect, stage, curate.
+"""One round as a Prefect flow: open or resume, then each stage once, in order.
 
-Coarse tasks: one to write the batch, one per collection shard, one to curate.
-Every task reads what is already committed and does only what is missing, so a
-killed round rerun finishes with no duplicate and no missing episode.
+    plan (stages/plan.py) ─► write tasks (stages/write.py) ─► collect (stages/collect.py)
+    ─► curate (stages/curate.py) ─► finish
+
+Coarse tasks: one to plan, one to write the batch, one per collection shard (submitted
+concurrently through the task runner, see flows.runners), one to curate. Tasks take ids
+and the settings as plain values and open what they need. Every task reads what is
+already committed and does only what is missing, so a killed round rerun finishes with
+no duplicate and no missing episode.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
+from prefect.futures import as_completed, wait
 
-from flows import stages
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
+from flows.runners import runner_kind, task_runner, workers
+from flows.stages.collect import collect_shard_task, shard_keys
+from flows.stages.context import open_store, run_log, settings_doc
+from flows.stages.curate import curate_task
+from flows.stages.plan import finish_round, plan_task, selected_families
+from flows.stages.sync import sync_task
+from flows.stages.write import write_tasks_task
+from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -36,62 +46,74 @@ class RoundSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_errors: list[dict[str, Any]] = field(default_factory=list)  # refusals and outages, once per message
+    runner: str = ""  # threads, processes or dask: how the shards ran
+    workers: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@task(name="write-tasks", cache_policy=NO_CACHE)
-def write_tasks_task(store: Store, round_id: str, plan: dict, settings: Settings) -> int:
-    return len(stages.write_tasks(store, round_id, plan, settings))
-
-
-@task(name="collect-shard", cache_policy=NO_CACHE)
-def collect_shard_task(store: Store, round_id: str, key: str, settings: Settings) -> int:
-    return stages.collect_shard(store, round_id, key, settings, started=datetime.now(UTC))
-
-
-@task(name="curate", cache_policy=NO_CACHE)
-def curate_task(store: Store, round_id: str, settings: Settings) -> int:
-    return stages.curate_round(store, round_id, settings)
-
-
-@task(name="label-studio-sync", cache_policy=NO_CACHE)
-def label_studio_sync_task(store: Store, round_id: str, settings: Settings) -> dict[str, Any]:
-    """Push the round's queue to Label Studio and pull decisions back; a Label Studio that is
-    down does not undo the round: the error is reported and the next sync repairs."""
-    from flows.label_studio_cmd import label_studio_client, run_sync
-    from warehouse.errors import FlywheelError
-
-    try:
-        return run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=False,
-                        progress=False)
-    except FlywheelError as exc:
-        return {"error": str(exc)}
+def round_counts(store: Store, round_id: str) -> dict[str, Any]:
+    """What a round made: episodes, successes, tasks, tokens, and the ways the model cut episodes off."""
+    con = store.duck([round_id])
+    episodes, successes, prompt_tokens, completion_tokens = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
+        "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
+    ).fetchone()
+    # once per way a round's episodes were cut off, with the server's messages (an episode whose task
+    # was already done when it was cut off succeeded, so it has no failure detail of its own)
+    model_errors = [{"termination": t, "message": " | ".join(m[:3]) + (f" (+{len(m) - 3} more)" if len(m) > 3 else ""),
+                     "episodes": n} for t, m, n in con.execute(
+        "SELECT o.termination, list_sort(list_distinct(list(json_extract_string(o.failure, '$.detail')) "
+        "FILTER (WHERE o.failure IS NOT NULL AND json_extract_string(o.failure, '$.detail') <> ''))), count(*) "
+        "FROM outcomes o WHERE o.termination IN ('request_rejected', 'endpoint_error') GROUP BY 1 ORDER BY 3 DESC"
+    ).fetchall()]
+    with store.session() as s:
+        batches = state.batches_of(session=s, round_id=round_id)
+    return {
+        "model_errors": model_errors,
+        "episodes": episodes,
+        "successes": successes,
+        "tasks_kept": sum(b.tasks_kept for b in batches),
+        "tasks_tried": sum(b.tasks_tried for b in batches),
+        "prompt_tokens": int(prompt_tokens),
+        "completion_tokens": int(completion_tokens),
+    }
 
 
 @flow(name="flywheel-round", validate_parameters=False, log_prints=False, persist_result=False)
-def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) one round on ``settings`` and return its summary."""
-    store = Store(Path(settings.data_dir), settings.state_url)
+def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
+    doc = settings_doc(settings)
+    store = open_store(settings)
     with store.run_lock():
         orphans = store.clean_orphans()
-        rnd, resumed = stages.open_or_resume_round(store, settings)
-        write_tasks_task(store, rnd.id, rnd.plan, settings)
-        keys = stages.shard_keys(rnd.plan)
-        done = store.done_keys(rnd.id, "episodes")
+        round_id, resumed = plan_task(doc)
+        write_tasks_task(round_id, doc)
+        with store.session() as s:
+            plan = s.get(state.Round, round_id).plan
+        keys = shard_keys(plan)
+        done = store.done_keys(round_id, "episodes")
         todo = [k for k in keys if k not in done]
-        with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo), round_id=rnd.id) as bar:
-            for key in todo:
-                collect_shard_task(store, rnd.id, key, settings)
-                bar.advance()
-        curate_task(store, rnd.id, settings)
-        stages.finish_round(store, rnd.id)
-        refresh_proposal(store, settings, stages.selected_families(settings))  # for the release page
-        counts = stages.round_counts(store, rnd.id)
-    synced = label_studio_sync_task(store, rnd.id, settings) if settings.label_studio.configured else None
+        log = run_log()
+        log.info(f"{round_id}: {len(todo)} shards to collect ({len(keys) - len(todo)} already committed), "
+                 f"{workers(settings)} workers, {runner_kind(settings)} runner")
+        with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
+                            round_id=round_id) as bar:
+            futures = [collect_shard_task.submit(round_id, key, doc) for key in todo]
+            try:
+                for future in as_completed(futures):  # the first failure stops the round with its own error
+                    future.result()
+                    bar.advance()
+            finally:
+                wait(futures)  # a failed round lets the shards still running commit or fail first
+        curate_task(round_id, doc, show_progress)
+        finish_round(store, round_id)
+        refresh_proposal(store, settings, selected_families(settings))  # for the release page
+        counts = round_counts(store, round_id)
+        log.info(f"{round_id} finished: {counts['episodes']} episodes, {counts['successes']} verified successes")
+    synced = sync_task(round_id, doc) if settings.label_studio.configured else None
     return RoundSummary(
-        round_id=rnd.id,
+        round_id=round_id,
         resumed=resumed,
         episodes=counts["episodes"],
         successes=counts["successes"],
@@ -103,4 +125,11 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
         model_errors=counts.get("model_errors", []),
+        runner=runner_kind(settings),
+        workers=workers(settings),
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
+
+
+def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) one round on ``settings`` with its task runner, and return its summary."""
+    return _round.with_options(task_runner=task_runner(settings))(settings, show_progress)

@@ -236,6 +236,12 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     console.print("Next round's mix: [bold]flywheel plan[/]")
 
 
+def feedback_json(result) -> dict[str, Any]:
+    """``flywheel feedback --json``."""
+    return {"batch": result.batch, "imported": result.imported, "already_imported": bool(result.already),
+            "skipped": [{"where": w, "why": p} for w, p in result.skipped]}
+
+
 def print_plan(console: Console, data: dict[str, Any]) -> None:
     if data["competence"]:
         table = Table(title=f"Competence (all feedback, newest {data['feedback_batch']} weighs most)",

@@ -1,20 +1,54 @@
 """The collection engine: run one policy on one task in the phone, record everything.
 
-Pure and deterministic: the same task, policy, rollout and ids give the same record
+One loop for every policy. A policy begins an episode and returns an *actor*; the
+actor's ``act`` is a coroutine that gives the next :class:`Turn` (an action and what it
+cost) or stops the episode. The scripted policy never waits inside ``act``; a model
+policy awaits the endpoint. So a shard of either kind runs through
+:func:`collect_episodes`, and a single scripted episode can also run without an event
+loop (:func:`run_episode`).
+
+Deterministic: the same task, policy, rollout and ids give the same record
 (``created_at`` is the caller's). Writing records anywhere is the caller's job.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from warehouse.contract import Action, Cost, Episode, EpisodeRecord, Outcome, Step, TaskSpec
+from warehouse.contract import Action, Cost, Episode, EpisodeRecord, Outcome, Step, TaskSpec, ToolError
 from warehouse.ids import episode_id
 
 from generators.phone.attribution import attribute_failure
-from generators.phone.env import ENV_VERSION, PhoneEnv
+from generators.phone.env import ENV_VERSION, PhoneEnv, replay_final_hash
 from generators.phone.families import get_family
+
+__all__ = ["Actor", "Policy", "Turn", "build_record", "collect_episode", "collect_episodes", "replay_final_hash",
+           "run_episode", "run_now"]
+
+INVALID_HINT = "reply with exactly one call to one of the listed tools, with a JSON object as arguments"
+
+
+@dataclass
+class Turn:
+    """What an actor does next: an ``action`` (with its cost, and why it is invalid if it is),
+    or ``stop``: the termination reason when the episode cannot go on (the endpoint gave up or
+    refused the request), with its ``detail``."""
+
+    action: Action | None = None
+    cost: Cost = field(default_factory=Cost)
+    invalid_reason: str = ""
+    stop: str = ""
+    detail: str = ""  # why it stopped, in words (e.g. the server's message)
+
+
+class Actor(Protocol):
+    """One episode of a policy."""
+
+    async def act(self, steps: list[Step]) -> Turn: ...
 
 
 class Policy(Protocol):
@@ -23,30 +57,76 @@ class Policy(Protocol):
     name: str
     version: str
     model: str
+    max_invalid_replies: int
 
-    def start(self, task: TaskSpec, rollout: int) -> None: ...
-
-    def next_action(self, history: list[Step]) -> Action: ...
+    def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> Actor: ...
 
 
-def run_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, batch_id: str,
-                created_at: datetime) -> EpisodeRecord:
-    """Run ``policy`` on ``task`` until it finishes or the step budget is spent."""
+async def collect_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, batch_id: str,
+                          created_at: datetime) -> EpisodeRecord:
+    """Run ``policy`` on ``task`` until it finishes, spends its step budget, runs out of usable
+    replies, or its actor stops."""
     eid = episode_id(task.task_id, policy.name, rollout)
     family = get_family(task.family)
     env = PhoneEnv(task, family)
     env.reset()
-    policy.start(task, rollout)
+    actor = policy.begin(task, eid, rollout)
     steps: list[Step] = []
-    done = False
+    invalid_run, done, termination, detail = 0, False, None, ""
     while not done:
-        action = policy.next_action(steps)
-        feedback, verification, done = env.step(action)
-        steps.append(Step(episode_id=eid, index=len(steps), actor="planner", action=action, feedback=feedback,
-                          verification=verification, cost=Cost()))
-    return build_record(task, family, env, steps, policy_name=policy.name, model=getattr(policy, "model", ""),
+        turn = await actor.act(steps)
+        if turn.stop:
+            termination, detail = turn.stop, turn.detail
+            break
+        feedback, verification, done = env.step(turn.action)
+        if turn.invalid_reason:
+            invalid_run += 1
+            feedback.error = ToolError(code="INVALID_ACTION", message=turn.invalid_reason, retryable=True,
+                                       hint=INVALID_HINT)
+            verification.label = "invalid_call"
+        else:
+            invalid_run = 0
+        steps.append(Step(episode_id=eid, index=len(steps), actor="planner", action=turn.action, feedback=feedback,
+                          verification=verification, cost=turn.cost))
+        if not done and invalid_run >= policy.max_invalid_replies:
+            termination = "invalid_replies"
+            break
+    return build_record(task, family, env, steps, policy_name=policy.name, model=policy.model,
                         policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,
-                        created_at=created_at)
+                        created_at=created_at, termination=termination, failure_detail=detail)
+
+
+async def collect_episodes(jobs: list[tuple[TaskSpec, int]], policy: Policy, *, round_id: str, batch_id: str,
+                           created_at: datetime) -> list[EpisodeRecord]:
+    """Run ``(task, rollout)`` jobs concurrently; records in job order.
+
+    If one episode raises (the endpoint went down), the others are cancelled and the first
+    error propagates; what a policy journaled stays for the rerun."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            futures = [group.create_task(collect_episode(task, policy, rollout=rollout, round_id=round_id,
+                                                         batch_id=batch_id, created_at=created_at))
+                       for task, rollout in jobs]
+    except BaseExceptionGroup as group_error:  # the first failure says it best (e.g. EndpointDown)
+        raise group_error.exceptions[0] from None
+    return [f.result() for f in futures]
+
+
+def run_now(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Drive a coroutine that never waits (a scripted policy) to its result, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("this policy waits on I/O: run it with collect_episode inside an event loop")
+
+
+def run_episode(task: TaskSpec, policy: Policy, *, rollout: int, round_id: str, batch_id: str,
+                created_at: datetime) -> EpisodeRecord:
+    """:func:`collect_episode` for a policy that never waits (the scripted one), called synchronously."""
+    return run_now(collect_episode(task, policy, rollout=rollout, round_id=round_id, batch_id=batch_id,
+                                   created_at=created_at))
 
 
 def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], *, policy_name: str, model: str,
@@ -80,14 +160,3 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
         policy_version=policy_version, created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
-
-
-def replay_final_hash(task: TaskSpec, actions: list[Action]) -> str:
-    """Re-execute recorded actions in a fresh world; the final state hash (for the replay check)."""
-    env = PhoneEnv(task)
-    env.reset()
-    for action in actions:
-        _, _, done = env.step(action)
-        if done:
-            break
-    return env.world.state_hash()

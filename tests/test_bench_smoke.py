@@ -59,3 +59,13 @@ def test_bench_flywheel_quick_runs_the_three_strategies_through_the_real_path():
     assert header.split() == ["family", "competence-aware", "uniform", "failure-only"]
     assert [line.split()[0] for line in proc.stdout.splitlines()[2:10]] == [
         "F01", "F02", "F03", "F04", "F05", "F06", "all", "seconds"]
+
+
+def test_bench_round_quick_prints_both_runners_and_their_ratio():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_round.py"), "--episodes", "60"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("1", "threads", "60"), ("2", "processes", "60")]
+    assert abs(float(rows[1][5]) - float(rows[1][3]) / float(rows[0][3])) < 0.02
+    assert "ratio workers=2 / workers=1" in proc.stdout

@@ -18,7 +18,7 @@ from curation.routing import routing_marks
 from curation.schema_check import schema_marks
 from curation.signatures import call_columns, exact_keys
 from flows import stages
-from flows.curate_stage import cascade_input
+from flows.stages.curate import cascade_input
 from warehouse.query import iter_records
 
 from tests.curation_data import build_round
@@ -221,17 +221,17 @@ def test_replay_goes_on_past_a_finish_the_harness_refused():
 
 
 class _Fixed:
-    """A policy that plays a fixed list of actions."""
+    """A policy that plays a fixed list of actions (the collector's policy interface)."""
 
-    name, version, model = "fixed", "0", ""
+    name, version, model, max_invalid_replies = "fixed", "0", "", 3
 
     def __init__(self, actions):
         self.actions = actions
 
-    def start(self, task, rollout):
-        self._i = 0
+    def begin(self, task, episode_id, rollout):
+        return self
 
-    def next_action(self, history):
-        action = self.actions[self._i]
-        self._i += 1
-        return action
+    async def act(self, steps):
+        from generators.collect import Turn
+
+        return Turn(action=self.actions[len(steps)])

@@ -55,6 +55,11 @@ class RoundSettings(_Section):
     # A nightly round with no release approved since the last round runs this share of the
     # usual batch (0: it waits for people; the review gate decides what comes next).
     unreleased_share: float = Field(0.0, ge=0.0, le=1.0)
+    # shards collected at once (default: the machine's cores); threads for model rounds,
+    # processes for scripted ones, Dask when asked (see README, Past one machine)
+    workers: int | None = Field(None, ge=1, le=4096)
+    runner: Literal["auto", "threads", "processes", "dask"] = "auto"
+    dask_address: str | None = None  # a running Dask scheduler (tcp://host:8786); empty: a local cluster
 
 
 class CurationSettings(_Section):
@@ -169,6 +174,7 @@ class Settings(BaseSettings):
     review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
     review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
     label_studio: LabelStudioSettings = Field(default_factory=LabelStudioSettings)
+    redis_url: str | None = None  # shared rate limits in Redis (default: in the state database)
 
     @classmethod
     def settings_customise_sources(

@@ -14,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
+from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
 
 

@@ -27,6 +27,45 @@ def budget_warning(left: int) -> str:
     return f"Only {left} steps left in the step budget: finish soon, reporting what is done."
 
 
+def apply_action(world: World, task: TaskSpec, action: Action) -> tuple[str, dict[str, Any]]:
+    """The one step function of the phone: what ``action`` does to ``world``.
+
+    Returns the action's effective kind (a model may call ask_user or finish as a tool)
+    and the reply (``{"ok", "data"}`` or ``{"ok": False, "error"}``). Collection
+    (:meth:`PhoneEnv.step`, which adds the diff, hash, notices and verification) and replay
+    (:func:`replay_final_hash`) both go through it, so they cannot drift apart."""
+    kind = action.kind
+    if kind == "tool_call" and action.tool in META_SCHEMAS:
+        kind = action.tool
+    if kind == "tool_call":
+        return kind, call_tool(world, action.tool, action.arguments, allowed=task.tools)
+    world.advance()
+    if kind not in META_SCHEMAS:
+        return kind, {"ok": False, "error": {"code": "INVALID_ACTION", "message": "the reply held no usable action",
+                                             "retryable": True, "hint": "reply with exactly one tool call"}}
+    problem = check_arguments(kind, META_SCHEMAS[kind]["parameters"], action.arguments)
+    if problem:
+        return kind, {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": problem[0], "retryable": False,
+                                             "hint": f"expected {problem[1]}"}}
+    if kind == "ask_user":
+        answer = scripted_user_reply(task, action.arguments["question"], action.arguments.get("options"))
+        return kind, {"ok": True, "data": {"answer": answer}}
+    return kind, {"ok": True, "data": {"status": action.arguments["status"]}}
+
+
+def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | None = None) -> str:
+    """The final state hash after re-executing ``actions`` in a fresh world (the replay check).
+
+    The same step function and the same end rules as :class:`PhoneEnv` (an accepted finish,
+    or the step budget), without the per-step diff, hash and verification replay does not need."""
+    world = (family or get_family(task.family)).build_world(task)
+    for i, action in enumerate(actions):
+        kind, reply = apply_action(world, task, action)
+        if (kind == "finish" and reply["ok"]) or i + 1 >= task.step_budget:
+            break
+    return world.state_hash()
+
+
 class PhoneEnv:
     """The simulated phone for one task. Call ``reset`` first, then ``step`` until done."""
 
@@ -63,20 +102,12 @@ class PhoneEnv:
         if self.world is None or self.done:
             raise RuntimeError("call reset() before step(), and do not step a finished episode")
         world, index = self.world, self.steps
-        kind = action.kind
-        if kind == "tool_call" and action.tool in META_SCHEMAS:  # a model may call finish as a tool
-            kind = action.tool
-        if kind == "tool_call":
-            reply = call_tool(world, action.tool, action.arguments, allowed=self.task.tools)
-            self._record(index, action, reply)
-        elif kind in META_SCHEMAS:
-            reply = self._meta(kind, action)
-            if kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
-                self._record(index, action, reply, tool="ask_user")
-        else:
-            world.advance()
-            reply = {"ok": False, "error": {"code": "INVALID_ACTION", "message": "the reply held no usable action",
-                                            "retryable": True, "hint": "reply with exactly one tool call"}}
+        kind, reply = apply_action(world, self.task, action)
+        if kind == "tool_call" or kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
+            self._record(index, action, reply, tool=kind if kind == "ask_user" else None)
+        if kind == "finish" and reply["ok"]:
+            self.finish_args = dict(action.arguments)
+            self.done, self.termination = True, "finished"
         self.steps += 1
         notices = self._notices(kind, action, reply)
         # only the tools of an app change its tables (tests keep this true), so only those are copied
@@ -100,19 +131,6 @@ class PhoneEnv:
         self.calls.append({"index": index, "tool": tool or action.tool, "arguments": action.arguments,
                            "ok": reply["ok"], "call_id": action.call_id or f"step-{index}",
                            "result": reply.get("data")})
-
-    def _meta(self, kind: str, action: Action) -> dict[str, Any]:
-        self.world.advance()
-        problem = check_arguments(kind, META_SCHEMAS[kind]["parameters"], action.arguments)
-        if problem:
-            return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": problem[0], "retryable": False,
-                                           "hint": f"expected {problem[1]}"}}
-        if kind == "ask_user":
-            answer = scripted_user_reply(self.task, action.arguments["question"], action.arguments.get("options"))
-            return {"ok": True, "data": {"answer": answer}}
-        self.finish_args = dict(action.arguments)
-        self.done, self.termination = True, "finished"
-        return {"ok": True, "data": {"status": action.arguments["status"]}}
 
     def _notices(self, kind: str, action: Action, reply: dict[str, Any]) -> list[str]:
         notices = []

@@ -1,15 +1,21 @@
-"""The curate stage: read a round's columns, run the cascade, commit the marks as one shard."""
+"""Stage 4, curate: read a round's columns, run the cascade, commit the marks as one shard."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from curation.cascade import CascadeConfig, CascadeInput, run_cascade
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from curation.cascade import STEPS, CascadeConfig, CascadeInput, run_cascade
 from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
 from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
 from flows.model_setup import engine_config
+from flows.progress import StepProgress
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
 from warehouse.errors import ConfigError
@@ -73,12 +79,50 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
     )
 
 
-def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None) -> dict[str, Any]:
+CURATE_KEY = "curate-v1"
+
+
+def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None,
+                         on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the cascade on a round and commit its marks; returns the funnel."""
     inputs = cascade_input(store, round_id, settings)
     try:
-        result = run_cascade(inputs, cascade_config(settings))
+        result = run_cascade(inputs, cascade_config(settings), on_step=on_step)
     finally:
         close_judges(list(inputs.judges))
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}
+
+
+def curate_round(store: Store, round_id: str, settings: Settings | None = None,
+                 on_step: Callable[[str], None] | None = None) -> int:
+    """The curation cascade's marks for every episode of the round (see curation.cascade);
+    exact duplicates also against earlier rounds. Returns the number of marks written (0 when
+    the round was curated already)."""
+    return curate_round_logged(store, round_id, settings, on_step)["marks"]
+
+
+def curate_round_logged(store: Store, round_id: str, settings: Settings | None = None,
+                        on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """:func:`curate_round`, with the funnel logged to the run (empty result when already curated)."""
+    if CURATE_KEY in store.done_keys(round_id, "marks"):
+        return {"marks": 0, "funnel": None, "seconds": {}}
+    result = curate_round_cascade(store, round_id, CURATE_KEY, settings, on_step)
+    run_log().info(funnel_line(round_id, result["funnel"]))
+    return result
+
+
+def funnel_line(round_id: str, funnel: dict[str, Any]) -> str:
+    """The curation funnel as one log line: in, what each step marked, out."""
+    steps = "; ".join(f"{step}: " + ", ".join(f"{mark} {n}" for mark, n in sorted(marks.items()))
+                      for step, marks in funnel["steps"].items())
+    return f"{round_id} curated: {funnel['in']} in, {funnel['out']} passed every gating check ({steps})"
+
+
+@task(name="curate", cache_policy=NO_CACHE)
+def curate_task(round_id: str, settings: SettingsDoc, show_progress: bool = False) -> int:
+    """The cascade over the round, with a progress bar over its steps on a terminal."""
+    cfg = open_settings(settings)
+    store = open_store(cfg)
+    with StepProgress(enabled=show_progress, total=len(STEPS), label=f"{round_id} curating", unit="checks") as bar:
+        return curate_round_logged(store, round_id, cfg, on_step=lambda _: bar.advance())["marks"]
