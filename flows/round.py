@@ -20,7 +20,7 @@ from prefect.futures import as_completed, wait
 
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
-from flows.runners import runner_kind, task_runner, workers
+from flows.runners import runner_kind, task_runner, workers, workers_report_here
 from flows.stages.collect import collect_shard_task, shard_keys
 from flows.stages.context import open_store, run_log, settings_doc
 from flows.stages.curate import curate_task
@@ -99,7 +99,8 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                  f"{workers(settings)} workers, {runner_kind(settings)} runner")
         with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
                             round_id=round_id) as bar:
-            futures = [collect_shard_task.submit(round_id, key, doc) for key in todo]
+            with workers_report_here():
+                futures = [collect_shard_task.submit(round_id, key, doc) for key in todo]
             try:
                 for future in as_completed(futures):  # the first failure stops the round with its own error
                     future.result()
