@@ -32,6 +32,9 @@ def configure_prefect(data_dir: Path) -> None:
         # a local Dask cluster (round.runner = "dask") and its worker processes: errors only
         "DASK_LOGGING__DISTRIBUTED": "error",
         "DASK_DISTRIBUTED__WORKER__DAEMON": "true",
+        # a round stopped at once (Ctrl+C, a kill) leaves its worker pool's semaphores to
+        # multiprocessing's resource tracker, which removes them; its warning is not for users
+        "PYTHONWARNINGS": "ignore::UserWarning:multiprocessing.resource_tracker",
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
