@@ -77,6 +77,21 @@ def _text(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+HARNESS = "[harness] "  # how our chat exports tell the agent its reply was not an action
+
+
+def _invalid_reply(msg: dict[str, Any], after: Any) -> ToolError | None:
+    """Why an assistant turn was not an action, or None: the turn names it (``invalid``: {code, message}, as
+    the ADP importer writes it), or, as our chat exports write it, the next turn is the harness's notice."""
+    if msg.get("tool_calls"):
+        return None
+    if isinstance(msg.get("invalid"), dict):
+        return _tool_error(msg["invalid"])
+    if isinstance(after, dict) and after.get("role") == "user" and _text(after).startswith(HARNESS):
+        return ToolError(code="INVALID_ACTION", message=_text(after).removeprefix(HARNESS))
+    return None
+
+
 def _steps(eid: str, messages: list[Any]) -> list[Step]:
     steps: list[Step] = []
     pending: dict[str, int] = {}  # call id -> index of its step, until its result arrives
@@ -89,6 +104,11 @@ def _steps(eid: str, messages: list[Any]) -> list[Step]:
             if not isinstance(calls, list):
                 raise MalformedRecord(f"message {i}: tool_calls is not a list")
             text = _text(msg)
+            invalid = _invalid_reply(msg, messages[i + 1] if i + 1 < len(messages) else None)
+            if invalid is not None:  # a reply that was no action: kept as the invalid step it was
+                steps.append(Step(episode_id=eid, index=len(steps), action=Action(kind="invalid", text=text, raw=text),
+                                  feedback=Feedback(ok=False, error=invalid), verification=Verification(label="invalid_call")))
+                continue
             for call in calls:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
@@ -109,7 +129,8 @@ def _steps(eid: str, messages: list[Any]) -> list[Step]:
                                   verification=Verification(label="invalid_call" if action.kind == "invalid" else "ok")))
                 text = ""  # the text goes with the first call of the message
             if not calls:
-                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"), None)
+                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"
+                                   and not _text(m).startswith(HARNESS)), None)
                 agent_again = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages[i + 1:])
                 if later_user is not None and agent_again:  # text to the user, answered, the agent goes on: a question
                     action = Action(kind="ask_user", tool="ask_user", arguments={"question": text})
