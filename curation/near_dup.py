@@ -205,7 +205,7 @@ def values_differ(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     if not len(pairs):
         return np.zeros(0, dtype=bool)
     a, b = values[pairs[:, 0]], values[pairs[:, 1]]
-    return np.array([x is not None and y is not None and x != y for x, y in zip(a.tolist(), b.tolist())], dtype=bool)
+    return np.array([x is not None and y is not None and x != y for x, y in zip(a.tolist(), b.tolist(), strict=True)], dtype=bool)
 
 
 def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, texts: np.ndarray,

@@ -262,7 +262,7 @@ def _near_misses(per_family: int = 60):
                 rows.append((eid + "p", fid, writer.word(fid, other[0], task.public_params), calls, task.public_params))
                 paraphrases.append((eid, eid + "p"))
         for members in by_template.values():
-            near_misses += [(a, b) for (a, pa), (b, pb) in zip(members, members[1:]) if pa != pb]
+            near_misses += [(a, b) for (a, pa), (b, pb) in zip(members, members[1:], strict=False) if pa != pb]
     episodes, steps = _frames([r[:4] for r in rows])
     values = {r[0]: json.dumps(r[4]) for r in rows}
     return episodes.assign(task_values=episodes["episode_id"].map(values)), steps, near_misses, paraphrases
