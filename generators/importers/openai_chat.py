@@ -8,7 +8,8 @@ same conversation imported twice is the same episode.
 
 Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
 trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
-per-requirement results), ``masked_steps`` (step indices left out of training: labelled wrong,
+per-requirement results), ``reward_checks`` ([{id, passed, detail}]: the source's own checks, each kept
+whole as a per-requirement result with its detail as JSON), ``masked_steps`` (step indices left out of training: labelled wrong,
 so curation masks them again) and ``termination`` (why an unfinished conversation stopped).
 """
 
@@ -179,7 +180,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
         success=value["success"] if isinstance(value.get("success"), bool) else (None if reward is None else progress >= 0.5),
         progress=max(0.0, min(1.0, progress)),
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
-        requirement_results=_breakdown(value.get("reward_breakdown")),
+        requirement_results=_breakdown(value.get("reward_breakdown")) + _checks(value.get("reward_checks")),
     )
     episode = Episode(
         episode_id=eid, task_id=str(task_key), family=family, template=template, instruction=instruction,
@@ -212,6 +213,17 @@ def _breakdown(value: Any) -> list[RequirementResult]:
         raise MalformedRecord("reward_breakdown must map names to numbers")
     return [RequirementResult(id=str(k), passed=float(v) >= 1.0, detail=json.dumps({"reward": v}))
             for k, v in value.items()]
+
+
+def _checks(value: Any) -> list[RequirementResult]:
+    """The source's own checks ([{id, passed, detail}]) as per-requirement results, each detail kept whole."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                              and isinstance(c.get("passed"), bool) for c in value):
+        raise MalformedRecord("reward_checks must be a list of {id, passed, detail}")
+    return [RequirementResult(id=c["id"], passed=c["passed"], detail=json.dumps(c.get("detail"), ensure_ascii=False))
+            for c in value]
 
 
 def _mark_masked(steps: list[Step], masked: Any) -> None:
