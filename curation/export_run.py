@@ -9,13 +9,12 @@ reach a training file.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import json
 
 import duckdb
 
