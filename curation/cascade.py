@@ -26,8 +26,8 @@ from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
 from curation.routing import routing_marks
-from curation.semantic import Embed
 from curation.schema_check import schema_marks
+from curation.semantic import Embed
 from curation.signatures import call_columns, exact_keys
 from warehouse.contract import TaskSpec
 
@@ -80,7 +80,7 @@ def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
     mark = np.where(ok, "verified", np.where(unknown, "unknown", "not_verified"))
     return marks_frame(episodes, "verified", mark, ok, reason,
                        [{"progress": float(p) if p == p else None, "termination": t}
-                        for p, t in zip(episodes["progress"], episodes["termination"])])
+                        for p, t in zip(episodes["progress"], episodes["termination"], strict=True)])
 
 
 def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),

@@ -67,7 +67,7 @@ def test_heuristics_flag_loops_redundant_reads_error_storms_and_budget():
         {"episode_id": "e3", "n_steps": 3}, {"episode_id": "e4", "n_steps": 1},
     ])
     marks, flags = heuristic_marks(eps, steps, call_columns(steps))
-    detail = {e: json.loads(d) for e, d in zip(marks["episode_id"], marks["detail"])}
+    detail = {e: json.loads(d) for e, d in zip(marks["episode_id"], marks["detail"], strict=True)}
     assert detail["e1"]["flags"] == ["loop"] and detail["e1"]["masked_steps"] == [1, 2]
     assert set(detail["e2"]["flags"]) == {"redundant_read", "error_storm", "over_budget"}
     assert detail["e2"]["masked_steps"] == [1, 2, 3, 4]
