@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefect import flow
-from prefect.futures import as_completed, wait
 
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
-from flows.runners import runner_kind, task_runner, workers, workers_report_here
-from flows.stages.collect import collect_shard_task, shard_keys
+from flows.runners import runner_kind, task_runner, workers
+from flows.stages.collect import collect_shards, shard_keys
 from flows.stages.context import open_store, run_log, settings_doc
 from flows.stages.curate import curate_task
 from flows.stages.plan import finish_round, plan_task, selected_families
@@ -99,14 +98,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                  f"{workers(settings)} workers, {runner_kind(settings)} runner")
         with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
                             round_id=round_id) as bar:
-            with workers_report_here():
-                futures = [collect_shard_task.submit(round_id, key, doc) for key in todo]
-            try:
-                for future in as_completed(futures):  # the first failure stops the round with its own error
-                    future.result()
-                    bar.advance()
-            finally:
-                wait(futures)  # a failed round lets the shards still running commit or fail first
+            collect_shards(round_id, todo, doc, bar.advance)
         curate_task(round_id, doc, show_progress)
         finish_round(store, round_id)
         refresh_proposal(store, settings, selected_families(settings))  # for the release page

@@ -62,11 +62,11 @@ def test_bench_flywheel_quick_runs_the_three_strategies_through_the_real_path():
 
 
 def test_bench_round_quick_prints_both_runners_and_their_ratio():
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_round.py"), "--episodes", "60"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_round.py"), "--episodes", "200"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
-    assert [(r[0], r[1], r[2]) for r in rows] == [("1", "threads", "60"), ("2", "processes", "60")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("1", "threads", "200"), ("2", "processes", "200")]
     one, two, ratio_col = float(rows[0][3]), float(rows[1][3]), float(rows[1][5])
     assert abs(ratio_col - two / one) <= 0.05 / one * (1 + two / one) + 0.006  # seconds print to 0.1 s
     ratio = next(line for line in proc.stdout.splitlines() if line.startswith("ratio workers=2 / workers=1: "))

@@ -124,10 +124,13 @@ def test_review_command_serves_the_page(tmp_path):
 
 def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     """The README's first command as a new user runs it: no Prefect server, a fresh
-    Prefect home; only progress and a summary reach the terminal."""
-    run = flywheel("run", "--episodes", "20", env=cli_env(None), cwd=tmp_path)
+    Prefect home; only progress and a summary reach the terminal. Two shards, so they run
+    in worker processes that report to the round's temporary Prefect server."""
+    run = flywheel("run", "--episodes", "20", "--workers", "2", env=cli_env(None, FLYWHEEL_ROUND__SHARD_SIZE="10"),
+                   cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "Finished round r0001: 20 episodes" in run.stdout
+    assert Store(tmp_path / "flywheel-data").done_keys("r0001", "episodes") == {"s00000", "s00001"}
     noise = [
         line
         for line in (run.stdout + run.stderr).splitlines()

@@ -9,14 +9,16 @@ a model round, and it is built here from the round's plan.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed, wait
 
 from flows.model_setup import StateJournal, log_refusals, make_engine, model_policy
+from flows.runners import workers_report_here
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
 from flows.stages.write import load_tasks
 from generators.collect import Policy, collect_episodes
@@ -99,3 +101,21 @@ def collect_shard_task(round_id: str, key: str, settings: SettingsDoc) -> dict[s
     run_log().info(f"{round_id}/{key}: {counts['episodes']} episodes, {counts['successes']} verified successes, "
                    f"{counts['steps']} steps")
     return counts
+
+
+def collect_shards(round_id: str, keys: list[str], settings: SettingsDoc, advance: Callable[[], object]) -> None:
+    """Collect the shards ``keys`` at once through the flow's task runner, calling ``advance`` as each
+    commits. The first failure stops the round with its own error, once the shards still running
+    have committed or failed. A lone shard runs here: worker processes would cost more than they save."""
+    if len(keys) == 1:
+        collect_shard_task(round_id, keys[0], settings)
+        advance()
+        return
+    with workers_report_here():
+        futures = [collect_shard_task.submit(round_id, key, settings) for key in keys]
+    try:
+        for future in as_completed(futures):
+            future.result()
+            advance()
+    finally:
+        wait(futures)
