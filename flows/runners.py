@@ -8,9 +8,6 @@ with ``round.workers`` worker processes. ``round.workers`` defaults to the machi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.stages.context import die_with_parent, workers
@@ -45,20 +42,3 @@ def task_runner(settings: Settings) -> TaskRunner:
     return DaskTaskRunner(cluster_kwargs={"n_workers": n, "threads_per_worker": 1, "processes": True,
                                           "dashboard_address": None})
 
-
-@contextmanager
-def workers_report_here() -> Iterator[None]:
-    """Tasks submitted inside reach the Prefect API this flow run reports to.
-
-    With no Prefect server configured, that API is this process's temporary server; a
-    worker process (a process pool, a Dask worker) would otherwise start a temporary server
-    of its own on the same database (slow, and its events fail to land)."""
-    from prefect.context import FlowRunContext
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    ctx = FlowRunContext.get()
-    if PREFECT_API_URL.value() or ctx is None:
-        yield
-        return
-    with temporary_settings(updates={PREFECT_API_URL: str(ctx.client.api_url)}):
-        yield

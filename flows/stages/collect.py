@@ -18,8 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
 
 from flows.model_setup import StateJournal, log_refusals, make_engine, model_policy
-from flows.runners import workers_report_here
-from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
 from flows.stages.write import load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner

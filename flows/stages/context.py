@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -79,3 +81,21 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+@contextmanager
+def workers_report_here() -> Iterator[None]:
+    """Tasks submitted inside reach the Prefect API this flow run reports to.
+
+    With no Prefect server configured, that API is this process's temporary server; a
+    worker process (a process pool, a Dask worker) would otherwise start a temporary server
+    of its own on the same database (slow, and its events fail to land)."""
+    from prefect.context import FlowRunContext
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    ctx = FlowRunContext.get()
+    if PREFECT_API_URL.value() or ctx is None:
+        yield
+        return
+    with temporary_settings(updates={PREFECT_API_URL: str(ctx.client.api_url)}):
+        yield
