@@ -29,8 +29,9 @@ def configure_prefect(data_dir: Path) -> None:
         "PREFECT_SERVER_UI_ENABLED": "false",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-        # a local Dask cluster (round.runner = "dask") and its worker processes: errors only
-        "DASK_LOGGING__DISTRIBUTED": "error",
+        # a local Dask cluster (round.runner = "dask") and its worker processes: quiet (a shard's
+        # failure comes back through its task; a worker's heartbeat racing the cluster's close is noise)
+        "DASK_LOGGING__DISTRIBUTED": "critical",
         "DASK_DISTRIBUTED__WORKER__DAEMON": "true",
         # a round stopped at once (Ctrl+C, a kill) leaves its worker pool's semaphores to
         # multiprocessing's resource tracker, which removes them; its warning is not for users
