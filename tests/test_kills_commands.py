@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env, flywheel
+from warehouse import state
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -42,6 +43,15 @@ def _killed(*args: str, cwd: Path, point: str) -> None:
 
 def _rows(data: Path, sql: str) -> list[tuple]:
     return Store(data).duck().execute(sql).fetchall()
+
+
+def _no_leftovers(data: Path) -> None:
+    """On disk exactly the shards the state database records: no orphan, no temporary file."""
+    store = Store(data)
+    with store.session() as s:
+        recorded = state.all_shard_paths(session=s)
+    on_disk = {p.relative_to(data).as_posix() for p in (data / "shards").rglob("*") if p.is_file()}
+    assert on_disk == recorded, sorted(on_disk ^ recorded)
 
 
 def _points(fixed: list[str], repeated: list[tuple[str, int]]) -> list[str]:
@@ -89,6 +99,7 @@ def test_an_import_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, 
     assert _rows(data, IMPORT_EPISODES) == clean_import["episodes"]
     assert _rows(data, IMPORT_MARKS) == clean_import["marks"]
     assert _rows(data, "SELECT count(DISTINCT round_id) FROM episodes") == [(1,)]
+    _no_leftovers(data)
     _ok("run", "--episodes", "10", "--no-progress", cwd=tmp_path)  # the next round opens the next number
     assert _rows(data, "SELECT DISTINCT round_id FROM episodes ORDER BY 1") == [("r0001",), ("r0002",)]
 
@@ -124,6 +135,7 @@ def test_feedback_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, c
     src = _feedback_file(tmp_path)
     _killed("feedback", str(src), "--model", "sft-1", cwd=tmp_path, point=point)
     _ok("feedback", str(src), "--model", "sft-1", cwd=tmp_path)
+    _no_leftovers(tmp_path / "flywheel-data")
     _ok(*EVAL, cwd=tmp_path)
     assert _rows(tmp_path / "flywheel-data", FEEDBACK) == clean_feedback["feedback"]
 
@@ -140,5 +152,6 @@ def test_an_eval_killed_at_a_point_then_rerun_equals_a_clean_eval(tmp_path, clea
     assert _rows(data, FEEDBACK) == clean_feedback["feedback"]
     assert _rows(data, "SELECT episode_id, round_id FROM episodes WHERE round_id LIKE 'eval-%' ORDER BY 1") == \
         clean_feedback["eval_episodes"]
+    _no_leftovers(data)
     again = _ok(*EVAL, cwd=tmp_path)  # the same eval once more: recorded, nothing added
     assert _rows(data, FEEDBACK) == clean_feedback["feedback"], again
