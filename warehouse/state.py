@@ -112,8 +112,9 @@ def make_engine(url: str) -> sa.Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True)
-        event.listen(engine, "handle_error", _lost_database(url))
         _create_tables(engine)
+        # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
+        event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
     return engine
