@@ -12,7 +12,7 @@ from curation.semantic import wordllama_embed
 from flows.model_setup import engine_config
 from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -90,5 +90,6 @@ def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settin
         result = run_cascade(inputs, cascade_config(settings))
     finally:
         close_judges(list(inputs.judges))
+    killpoints.reached("curate.marked")
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}

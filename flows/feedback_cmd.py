@@ -85,6 +85,7 @@ def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 
         raise InputError(f"{path}: no usable feedback records{first}")
     # Under the writer lock: a concurrent run's orphan cleaning must not see this shard renamed but unrecorded.
     with store.run_lock():
+        store.clean_orphans()  # a shard of an import killed before recording it
         if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
             return FeedbackImport(batch=batch, imported=0, already=True)
         store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})

@@ -28,7 +28,7 @@ from generators.importers.openai_chat import (
 )
 from generators.importers.tool_schemas import BadToolSchemas, inferred_schemas, normalised_schemas
 from generators.phone.tools import TOOLS
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.jsonfile import read_records
@@ -161,6 +161,7 @@ def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
     tables = {"tasks": tasks, "episodes": [r.episode for r in new], "steps": [s for r in new for s in r.steps],
               "outcomes": [r.outcome for r in new]}
     shards = [write_shard(store.data_dir, ShardFile(t, rid, key), recs) for t, recs in tables.items()]
+    killpoints.reached("import.written")
     plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
                        "episodes": len(new), "skipped": len(summary.skipped)},
             "policy": {"name": "external", "model": ""}}
@@ -181,6 +182,7 @@ def import_prepared(store: Store, prepared: PreparedImport, settings: Settings |
             summary.already = len(prepared.episodes)
         else:
             rnd = commit_import(store, prepared)
+            killpoints.reached("import.recorded")
         if rnd is not None:
             summary.round_id = rnd.id
             summary.marks = curate_round(store, rnd.id, settings)  # keyed: a no-op once done

@@ -113,9 +113,30 @@ def make_engine(url: str) -> sa.Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True)
         _create_tables(engine)
+        # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
+        event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
     return engine
+
+
+# What a state database says when it went away or cannot write any more (PostgreSQL
+# restarted or stopped, a full disk under SQLite): the command stops in one line and its
+# rerun finishes the work, since everything committed before stays committed.
+_LOST = ("disk is full", "no space left", "could not extend file", "disk i/o error", "connection",
+         "server closed", "terminating", "shutting down", "starting up")
+
+
+def _lost_database(url: str):
+    def handle(ctx) -> None:
+        if ctx.is_pre_ping:  # the pool reconnects by itself when a pooled connection was cut
+            return
+        text = first_line(ctx.original_exception)
+        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+            raise StateError(f"the state database {redact(url)} failed: {text}; "
+                             "rerun the same command once it is back (nothing committed is lost)") \
+                from ctx.original_exception
+    return handle
 
 
 def _create_tables(engine: sa.Engine, attempts: int = 5) -> None:

@@ -28,9 +28,9 @@ from review_app.label_studio import config
 from review_app.label_studio.annotations import PulledDecision, parse_result
 from review_app.label_studio.client import LabelStudioClient, LabelStudioError, RemoteProject, RemoteTask, RemoteUser
 from review_app.label_studio.tasks import task_payload
+from warehouse import killpoints, state
 from warehouse import label_studio_tables as lt
 from warehouse import review_tables as rt
-from warehouse import state
 from warehouse.errors import InputError
 from warehouse.query import iter_records
 from warehouse.settings import LabelStudioSettings
@@ -302,6 +302,7 @@ def pull(
                                    reviewer=link.reviewer, decision=WITHDRAWN))
                 summary.withdrawn += 1
             s.delete(link)
+        killpoints.reached("pull.planned")  # everything staged, nothing committed yet
         s.commit()
     return summary
 
