@@ -16,6 +16,7 @@ from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, sele
 
 from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
+from warehouse.settings import redact_url
 
 
 def utcnow() -> datetime:
@@ -163,11 +164,8 @@ def add_missing_columns(engine: sa.Engine) -> list[str]:
 
 
 def redact(url: str) -> str:
-    """The URL with any password hidden."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL is shown as given  # noqa: BLE001
-        return url
+    """The URL with any password hidden (also when it does not parse)."""
+    return redact_url(url)
 
 
 # --- rounds -------------------------------------------------------------------------
