@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from warehouse import review_tables as rt
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.store import Store
 
 # scrypt parameters (n=2**14, r=8, p=1): ~16 MiB and a few tens of ms per check,
@@ -89,7 +89,10 @@ def authenticate(store: Store, name: str, password: str, *, now: datetime | None
     is counted). SignInThrottled, without checking the password, once a name has failed
     :data:`MAX_FAILURES` times within :data:`FAILURE_WINDOW`; a good sign-in clears its count.
     Unknown names are throttled alike, so trying names tells nothing about which exist."""
-    name = name.strip()[:64]
+    name = name.strip()
+    if not _NAME.match(name):  # no account has such a name: nothing to look up, nothing to count
+        verify_password(password, _DUMMY_HASH)
+        return None
     now = now or datetime.now(UTC)
     with store.session() as s:
         failures = rt.signin_failures_since(session=s, name=name, since=now - FAILURE_WINDOW)
@@ -132,6 +135,8 @@ def require_user(store: Store, name: str) -> User:
     name = (name or "").strip()
     if not name:
         raise InputError("a decision needs a signed-in reviewer")
+    if not _NAME.match(name):
+        raise InputError(f"no active reviewer account {one_line(name, 80)!r}")
     with store.session() as s:
         row = rt.get_reviewer(session=s, name=name)
     if row is None or not row.active:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -55,15 +56,36 @@ def json_values(keys: list[str], max_leaves: int = 20):
     )
 
 
+# Files that change without data changing: SQLite's database and journals (compared by their
+# rows instead), the writer lock (holds a pid), Prefect's home.
+_NOT_DATA = ("state.db", "state.db-wal", "state.db-shm", "state.db-journal", "run.lock")
+# Rows a refused command may write: a failed sign-in is counted (that is the throttle).
+_COUNTERS = ("signin_failures",)
+
+
 def tree_digest(root: Path) -> str:
-    """A digest of every file name and content under ``root`` ("absent" if it does not exist)."""
+    """A digest of what ``root`` holds ("absent" if it does not exist): every file's name and
+    content, and every row of a SQLite state database in it (but the sign-in failure counts)."""
     if not root.exists():
         return "absent"
     h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "prefect" not in p.parts):
+        if path.name == "state.db":
+            h.update(_rows_digest(path).encode())
+        elif path.name not in _NOT_DATA:
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def _rows_digest(db: Path) -> str:
+    con = sqlite3.connect(db)
+    try:
+        tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1")]
+        rows = {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t}"'))) for t in tables if t not in _COUNTERS}
+    finally:
+        con.close()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
 def assert_one_clear_line(text: str, *, where: str = "") -> None:
