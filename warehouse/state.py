@@ -232,7 +232,8 @@ def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[st
 def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
     stmt = select(Shard.path).where(Shard.table_name == table_name)
     if round_ids:
-        stmt = stmt.where(Shard.round_id.in_(round_ids))
+        # no round id holds a NUL, and PostgreSQL refuses one even as a query parameter
+        stmt = stmt.where(Shard.round_id.in_([r for r in round_ids if "\x00" not in r] or [""]))
     return sorted(session.exec(stmt))
 
 
