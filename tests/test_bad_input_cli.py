@@ -199,3 +199,26 @@ def test_status_with_hostile_paths_and_urls(tmp_path_factory, capsys, config, da
         refused_cleanly(["status", "--config", config, "--data-dir", data_dir, "--state-url", state_url], capsys, root)
     finally:
         os.chdir(Path(__file__).resolve().parents[1])
+
+
+def test_a_few_found_cases_through_the_real_command(world, tmp_path):
+    """The regressions hypothesis found, as a user meets them: the installed ``flywheel``."""
+    from tests.conftest import cli_env, flywheel
+
+    data, _ = world
+    before = tree_digest(data)
+    fb = tmp_path / "fb.json"
+    fb.write_text('[{"task_id": "t", "reward": 1}]')
+    cases = [
+        (cli_env(None, FLYWHEEL_ROUND__FAMILIES="F01,F02"), ["status", "--data-dir", str(data)],
+         "error: FLYWHEEL_ROUND__FAMILIES: not a valid value for round"),
+        (cli_env(None, FLYWHEEL_ROUND="{"), ["status", "--data-dir", str(data)], "error: FLYWHEEL_ROUND: not a valid"),
+        (cli_env(None), ["feedback", str(fb), "--success-threshold", "nan", "--data-dir", str(data)],
+         "error: --success-threshold must be a finite number"),
+    ]
+    for env, argv, start in cases:
+        proc = flywheel(*argv, env=env, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert_one_clear_line(proc.stderr, where=" ".join(argv))
+        assert proc.stderr.startswith(start), proc.stderr
+    assert tree_digest(data) == before
