@@ -306,3 +306,50 @@ def _an_account(store: Store) -> str:
     except InputError:
         pass
     return "ann"
+
+
+# --- the review app talks to this machine only ---------------------------------------------------
+
+
+def test_the_review_app_is_started_on_loopback_with_usage_statistics_off(tmp_path):
+    from flows.review_cmd import streamlit_command
+    from warehouse.settings import load_settings
+
+    args = streamlit_command(load_settings(data_dir=tmp_path / "d"), 8600)
+    assert args[args.index("--server.address") + 1] == "127.0.0.1"
+    assert args[args.index("--browser.gatherUsageStats") + 1] == "false"
+
+
+def test_the_review_pages_send_nothing_to_third_parties(tmp_path):
+    """In Chromium: every request the signed-in queue and an episode make goes to the app itself."""
+    import shutil
+    from urllib.parse import urlparse
+
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_review_browser import CHROMIUM_ARGS, review_app
+
+    data = tmp_path / "d"
+    store = Store(data)
+    make_round(store, n_tasks=2)
+    make_accounts(store)
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium must be installed (apt-get install chromium)"
+    hosts: set[str] = set()
+    with review_app(tmp_path, data) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            page.on("request", lambda req: hosts.add(urlparse(req.url).hostname or req.url.split(":", 1)[0]))
+            page.goto(url)
+            page.get_by_role("textbox", name="Name").fill("ann")
+            page.get_by_role("textbox", name="Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.get_by_text("Queue · 2 episodes")).to_be_visible(timeout=30_000)
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+            page.locator("body").press("n")  # open the first episode of the queue
+            expect(page.get_by_text("Decision", exact=True)).to_be_visible(timeout=30_000)
+        finally:
+            browser.close()
+    assert hosts and hosts <= {"127.0.0.1", "localhost", "data", "blob"}, hosts
