@@ -107,6 +107,7 @@ def test_any_environment_is_settings_or_one_config_error(env):
 
 @FUZZ
 @given(value=st.sampled_from(HOSTILE_STRINGS))
+@example(value="line\nbreak")  # found by the long run: the path's line break made two lines
 def test_a_config_path_that_is_not_a_readable_file_is_one_line(tmp_path_factory, value):
     root = tmp_path_factory.mktemp("cfgpath")
     (root / "dir").mkdir()

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from warehouse.errors import ConfigError
+from warehouse.errors import ConfigError, one_line
 
 DEFAULT_CONFIG = Path("flywheel.toml")
 
@@ -205,9 +205,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot read config {one_line(str(path))}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+        raise ConfigError(f"config {one_line(str(path))} is not valid TOML: {one_line(str(exc))}") from exc
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     path = config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     if path is not None:
         file_values = _read_toml(Path(path))
-    source = f"config {path}" if path else "settings"
+    source = f"config {one_line(str(path))}" if path else "settings"
     try:
         env_values = _env_values()
         merged = _merge(_merge(file_values, env_values), {k: v for k, v in overrides.items() if v is not None})
