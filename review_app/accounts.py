@@ -110,7 +110,7 @@ def authenticate(store: Store, name: str, password: str, *, now: datetime | None
         user = User(row.name, row.role) if verify_password(password, row.password_hash) else None
     with store.session() as s:
         if user is None:
-            rt.add_signin_failure(session=s, name=name, at=now)
+            rt.add_signin_failure(session=s, name=name, at=now, keep_since=now - FAILURE_WINDOW)
         elif failures:
             rt.clear_signin_failures(session=s, name=name)
     return user

@@ -67,6 +67,12 @@ def test_failed_sign_ins_are_throttled_then_released_and_a_good_one_clears_the_c
     for i in range(accounts.MAX_FAILURES - 1):
         assert accounts.authenticate(store, "ann", "wrong", now=later + timedelta(seconds=i + 1)) is None
     assert accounts.authenticate(store, "ann", PASSWORD, now=later + timedelta(seconds=30)) is not None
+    # failures older than the window are forgotten as new ones come: the table does not grow without end
+    with store.session() as s:
+        assert len(s.exec(select(rt.SignInFailure)).all()) == 0
+    accounts.authenticate(store, "bob", "wrong", now=later + 2 * accounts.FAILURE_WINDOW)
+    with store.session() as s:
+        assert [f.name for f in s.exec(select(rt.SignInFailure))] == ["bob"]
 
 
 def test_unknown_names_are_throttled_alike(world):

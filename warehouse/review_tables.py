@@ -116,7 +116,9 @@ def signin_failures_since(*, session: Session, name: str, since: datetime) -> li
     return [t if t.tzinfo else t.replace(tzinfo=UTC) for t in session.exec(stmt)]
 
 
-def add_signin_failure(*, session: Session, name: str, at: datetime) -> None:
+def add_signin_failure(*, session: Session, name: str, at: datetime, keep_since: datetime) -> None:
+    """Count a failure, and forget every failure (of any name) older than ``keep_since``."""
+    session.exec(sa.delete(SignInFailure).where(SignInFailure.failed_at < keep_since))
     session.add(SignInFailure(name=name, failed_at=at))
     session.commit()
 
