@@ -40,7 +40,7 @@ def judges_from(settings: Settings | None) -> list[EngineJudge]:
     c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key,
+    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key.get_secret_value(),
                                                           model=c.judge_model, timeout_s=limits.timeout_s + 5),
                                            engine_config(limits)))
     return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from flows.import_readers import READERS
 from flows.stages import curate_round
+from generators.importers.chat import BAD_SHAPE
 from generators.importers.openai_chat import (
     MalformedRecord,
     called_tools,
@@ -30,7 +31,7 @@ from generators.importers.tool_schemas import BadToolSchemas, inferred_schemas, 
 from generators.phone.tools import TOOLS
 from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.jsonfile import read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile, write_shard
@@ -97,15 +98,15 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
     sources: list[tuple[dict, EpisodeRecord]] = []
     for rec in records:
         if rec.problem:
-            summary.skipped.append((rec.where, rec.problem))
+            summary.skipped.append((one_line(rec.where), one_line(rec.problem)))
             continue
         try:
             ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
         except MalformedRecord as exc:
-            summary.skipped.append((rec.where, str(exc)))
+            summary.skipped.append((one_line(rec.where), one_line(str(exc))))
             continue
-        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # an odd value the checks did not name
-            summary.skipped.append((rec.where, f"unexpected shape ({type(exc).__name__}: {exc})"))
+        except BAD_SHAPE as exc:  # an odd value the checks did not name
+            summary.skipped.append((one_line(rec.where), one_line(f"unexpected shape ({type(exc).__name__}: {exc})")))
             continue
         if ep.episode.episode_id in parsed:
             summary.already += 1

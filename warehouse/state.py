@@ -16,6 +16,7 @@ from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, sele
 
 from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
+from warehouse.settings import redact_url
 
 
 def utcnow() -> datetime:
@@ -184,11 +185,8 @@ def add_missing_columns(engine: sa.Engine) -> list[str]:
 
 
 def redact(url: str) -> str:
-    """The URL with any password hidden."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL is shown as given  # noqa: BLE001
-        return url
+    """The URL with any password hidden (also when it does not parse)."""
+    return redact_url(url)
 
 
 # --- rounds -------------------------------------------------------------------------
@@ -255,7 +253,8 @@ def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[st
 def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
     stmt = select(Shard.path).where(Shard.table_name == table_name)
     if round_ids:
-        stmt = stmt.where(Shard.round_id.in_(round_ids))
+        # no round id holds a NUL, and PostgreSQL refuses one even as a query parameter
+        stmt = stmt.where(Shard.round_id.in_([r for r in round_ids if "\x00" not in r] or [""]))
     return sorted(session.exec(stmt))
 
 
