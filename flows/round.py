@@ -26,7 +26,7 @@ from flows.stages.curate import curate_task
 from flows.stages.plan import finish_round, plan_task, selected_families
 from flows.stages.sync import sync_task
 from flows.stages.write import write_tasks_task
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -100,6 +100,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                             round_id=round_id) as bar:
             collect_shards(round_id, todo, doc, bar.advance)
         curate_task(round_id, doc, show_progress)
+        killpoints.reached("round.curated")
         finish_round(store, round_id)
         refresh_proposal(store, settings, selected_families(settings))  # for the release page
         counts = round_counts(store, round_id)

@@ -18,7 +18,7 @@ from flows.progress import StepProgress
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -46,7 +46,7 @@ def judges_from(settings: Settings | None) -> list[EngineJudge]:
     c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key,
+    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key.get_secret_value(),
                                                           model=c.judge_model, timeout_s=limits.timeout_s + 5),
                                            engine_config(limits)))
     return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)
@@ -100,6 +100,7 @@ def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settin
         result = run_cascade(inputs, cascade_config(settings), on_step=on_step)
     finally:
         close_judges(list(inputs.judges))
+    killpoints.reached("curate.marked")
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}
 
