@@ -31,12 +31,17 @@ def engine_config(cfg: OpenAISettings) -> EngineConfig:
                         breaker_failures=cfg.breaker_failures)
 
 
-def make_engine(cfg: OpenAISettings) -> Engine:
-    """An engine over the real endpoint; create it inside the event loop that will use it."""
+def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model: str) -> Engine:
+    """An engine over ``model`` at ``base_url`` with ``cfg``'s limits, timeouts, retries and breaker: the
+    one way the product reaches a model (planner, task writer, judges). Create it inside its event loop."""
     # the client's own timeout is a backstop; the engine times each attempt itself
-    endpoint = OpenAIEndpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
-                              timeout_s=cfg.timeout_s + 5)
+    endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5)
     return Engine(endpoint, engine_config(cfg))
+
+
+def make_engine(cfg: OpenAISettings) -> Engine:
+    """The engine of the round's own model (``[openai]``)."""
+    return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg))
 
 
 def model_policy(cfg: OpenAISettings) -> ModelPolicy:
