@@ -115,6 +115,7 @@ def test_engine_judges_against_a_local_openai_compatible_server(local_endpoint):
         assert marks.loc["e1", "mark"] == "judge_pass"
         assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
         assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+        assert {r["max_tokens"] for r in requests} == {256}  # a rambling judge cannot hold curation up
         assert engine.engine.stats.calls == 6  # the judges' calls are the engine's: one place for limits and costs
     finally:
         engine.close()

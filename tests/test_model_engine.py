@@ -16,6 +16,7 @@ from generators.models.endpoint import ChatRequest, ToolCall
 from generators.models.limits import RateLimiter
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation, parse_reply
+from generators.writers.model_writer import MAX_REPLY_TOKENS
 from warehouse.errors import ConfigError
 from warehouse.settings import OpenAISettings
 
@@ -242,6 +243,7 @@ def test_model_writer_retries_with_the_reason_then_accepts():
     assert worded.instruction == f"Pls change {name}'s number to {phone}" and worded.writer == "openai:fake"
     assert "not JSON" in seen[1].messages[-1]["content"]
     assert "drops required value" in seen[2].messages[-1]["content"] and phone in seen[2].messages[-1]["content"]
+    assert {r.max_tokens for r in seen} == {MAX_REPLY_TOKENS}  # a rambling model cannot hold the round up
 
     leak = json.dumps({"instruction": f"Change {name} ({leaked_fact}) to {phone}"})
     fallback, _ = _writer_run(task, [leak, leak, leak])
