@@ -46,7 +46,7 @@ def make_engine(cfg: OpenAISettings) -> Engine:
 
 def model_policy(cfg: OpenAISettings) -> ModelPolicy:
     return ModelPolicy(model=require_model(cfg), max_invalid_replies=cfg.max_invalid_replies,
-                       max_tokens=cfg.max_tokens)
+                       max_tokens=cfg.max_tokens, max_steps=cfg.max_steps)
 
 
 def log_refusals(engine: Engine, who: str) -> None:

@@ -35,6 +35,7 @@ class ModelPolicy:
     model: str
     max_invalid_replies: int = 3
     max_tokens: int | None = None
+    max_steps: int | None = None  # replies per episode, when fewer than the task's step budget (cost control)
     version: str = POLICY_VERSION
 
     @property
@@ -85,6 +86,10 @@ async def run_model_episode(task: TaskSpec, policy: ModelPolicy, engine: Engine,
                                     latency_ms=reply.latency_ms)))
         if not done and invalid_run >= policy.max_invalid_replies:
             termination = "invalid_replies"
+            break
+        if not done and policy.max_steps and len(steps) >= policy.max_steps:
+            termination = "budget_exhausted"
+            detail = f"stopped at openai.max_steps ({policy.max_steps}), within a step budget of {task.step_budget}"
             break
     return build_record(task, family, env, steps, policy_name=policy.name, model=policy.model,
                         policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,

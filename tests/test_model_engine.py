@@ -191,6 +191,22 @@ def test_unusable_replies_in_a_row_end_the_episode_with_a_reason():
     assert msgs[-1]["role"] == "user" and "[harness]" in msgs[-1]["content"]
 
 
+def test_max_steps_ends_an_episode_early_as_budget_exhausted_saying_why():
+    task = FAMILIES["F01"].make_task(2, 1)  # six steps of the reference plan, a budget of twelve
+    plan = FAMILIES["F01"].reference_actions(task)
+
+    async def main(max_steps):
+        return await run_model_episode(task, ModelPolicy(model="fake", max_steps=max_steps),
+                                       _engine(_scripted_responder(task, plan)), MemoryJournal(), rollout=0,
+                                       round_id="r", batch_id="b", created_at=WHEN)
+
+    capped = asyncio.run(main(2))
+    assert len(capped.steps) == 2 and capped.outcome.termination == "budget_exhausted"
+    assert not capped.outcome.success and "stopped at openai.max_steps (2)" in capped.outcome.failure.detail
+    whole = asyncio.run(main(len(plan)))  # a cap the episode does not reach changes nothing
+    assert whole.outcome.termination == "finished" and whole.outcome.success
+
+
 def test_endpoint_failure_ends_the_episode_as_endpoint_error():
     task = FAMILIES["F03"].make_task(2, 1)
 
