@@ -41,7 +41,9 @@ def llama():
         if os.environ.get("CI"):
             pytest.fail(why)  # CI installs it (.ci/run); a missing server there is a broken build
         pytest.skip(why)
-    with LlamaServer(VENV) as server:
+    # the server ignores max_tokens when the model may choose a tool, so a reply can ramble on until the
+    # context is full: a small context (a 3-step conversation takes ~2k tokens) bounds the slowest reply
+    with LlamaServer(VENV, n_ctx=3072) as server:
         yield server
 
 
@@ -102,7 +104,7 @@ def test_a_small_round_against_the_real_server_ends_by_finish_or_budget(llama, t
     # time and one episode a shard: llama.cpp keeps the last conversation's state, so each prompt extends
     # one it has seen (the rollouts' first prompts are the same) and only the new turns are evaluated.
     # max_tokens is sent but the server ignores it when the model may choose a tool (tool_choice auto).
-    env = cli_env(prefect_server, FLYWHEEL_OPENAI__CONCURRENCY="1", FLYWHEEL_OPENAI__TIMEOUT_S="300",
+    env = cli_env(prefect_server, FLYWHEEL_OPENAI__CONCURRENCY="1", FLYWHEEL_OPENAI__TIMEOUT_S="600",
                   FLYWHEEL_OPENAI__MAX_TOKENS="32", FLYWHEEL_OPENAI__MAX_STEPS="3",
                   FLYWHEEL_OPENAI__WRITER_ROUNDS="1", FLYWHEEL_ROUND__SHARD_SIZE="1",
                   # more than max_steps: prose where a call is due stays an invalid step, never the end
