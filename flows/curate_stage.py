@@ -11,6 +11,7 @@ from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
 from flows.model_setup import engine_for
 from generators.models.blocking import BlockingEngine, EngineJudge
+from warehouse import killpoints, state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -38,8 +39,8 @@ def judges_from(settings: Settings | None) -> list[EngineJudge]:
     c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    engine = BlockingEngine(lambda: engine_for(limits, base_url=c.judge_base_url, api_key=c.judge_api_key,
-                                               model=c.judge_model))
+    engine = BlockingEngine(lambda: engine_for(limits, base_url=c.judge_base_url,
+                                               api_key=c.judge_api_key.get_secret_value(), model=c.judge_model))
     return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)
             for i in range(c.judge_k)]
 
@@ -68,7 +69,16 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
         judges=judges_from(settings),
         prior_near=prior_representatives(con, round_id, history) if history else None,
         embed=wordllama_embed if settings is None or settings.curation.near_dup_semantic else None,
+        curriculum_families=failure_curriculum_families(store, round_id),
     )
+
+
+def failure_curriculum_families(store: Store, round_id: str) -> frozenset[str]:
+    """The families the round's plan drew for a failure curriculum (their episodes go to people)."""
+    with store.session() as s:
+        rnd = s.get(state.Round, round_id)
+        curricula = (rnd.plan or {}).get("curricula", {}) if rnd is not None else {}
+    return frozenset(f for f, c in curricula.items() if isinstance(c, dict) and c.get("kind") == "failure")
 
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None) -> dict[str, Any]:
@@ -78,5 +88,6 @@ def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settin
         result = run_cascade(inputs, cascade_config(settings))
     finally:
         close_judges(list(inputs.judges))
+    killpoints.reached("curate.marked")
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}

@@ -95,6 +95,20 @@ def test_mastered_moves_up_a_level_then_keeps_a_share_at_the_top():
     assert mix["F03"].weight == pytest.approx(learnability(table_mean(records, "F03")))
 
 
+def test_a_high_rate_in_one_batch_probes_the_level_above_until_it_is_measured():
+    one = batch("b1", 0, {("F01", 1): rate(19)})
+    (f01,) = next_mix(["F01"], competence_table(one), base_difficulty=1, max_difficulty=MAXIMA)
+    assert f01.difficulty == 2 and f01.weight == 1.0 and "probe level 2" in f01.reason
+    # measured and failing up there: back to level 1 and learning it, no second probe
+    probed = one + batch("b2", 1, {("F01", 2): rate(1)})
+    (f01,) = next_mix(["F01"], competence_table(probed), base_difficulty=1, max_difficulty=MAXIMA)
+    assert f01.difficulty == 1 and "learning at level 1" in f01.reason
+    # a high rate well short of mastery's threshold is not a probe
+    (f01,) = next_mix(["F01"], competence_table(batch("b1", 0, {("F01", 1): rate(15)})), base_difficulty=1,
+                      max_difficulty=MAXIMA)
+    assert f01.difficulty == 1
+
+
 def table_mean(records, fam):
     return competence_table(records)[(fam, 1)].mean
 
@@ -122,6 +136,17 @@ def test_failing_at_the_lowest_level_gets_a_failure_curriculum_of_easier_variant
     assert "failure curriculum: easier variants easiest, hard_two" in f04.reason
     # Failing above the lowest level steps down instead.
     assert (mix["F05"].difficulty, mix["F05"].curriculum) == (1, "")
+
+
+def test_variants_that_fail_alike_are_none_of_them_easier():
+    # every variant failed every time: none is easier, whatever the alphabet says
+    records = sum((batch("b1", 0, {("F04", 1): rate(0)}, template=f"{v}.direct") for v in ("alpha", "beta", "gamma")),
+                  [])
+    table, variants = competence_table(records), competence_table(records, by_variant=True)
+    (f04,) = next_mix(["F04"], table, base_difficulty=1, max_difficulty=MAXIMA,
+                      inputs=MixInputs(max_difficulty=MAXIMA, variants=variants))
+    assert f04.curriculum == "failure" and f04.variants == ()
+    assert "any variant (none measured easier)" in f04.reason
 
 
 def test_a_capability_gap_boosts_its_families():
