@@ -1,0 +1,115 @@
+"""Template wordings of families F07-F13 (memory, skills, sub-agents, long errands)."""
+
+from __future__ import annotations
+
+WORDINGS: dict[str, dict[str, str]] = {
+    "F07": {
+        "usual_coffee.direct": "{friend} is picking up coffee for me. Text them my usual order.",
+        "usual_coffee.casual": "{friend}'s grabbing coffee, can you send them my usual?",
+        "usual_coffee.terse": "SMS {friend}: my usual coffee order",
+        "usual_alarm.direct": "Set an alarm for my usual weekday wake-up time.",
+        "usual_alarm.casual": "Can you set my alarm for when I normally get up on weekdays?",
+        "usual_alarm.terse": "Alarm: usual weekday wake-up",
+        "usual_restaurant.direct": "Put dinner at my favourite restaurant in my calendar on {day} at {time}.",
+        "usual_restaurant.casual": "Let's do dinner at my favourite place on {day}, {time}. Add it to my calendar?",
+        "usual_restaurant.terse": "Calendar: dinner, favourite restaurant, {day} {time}",
+    },
+    "F08": {
+        "correct_in_place.direct": "You have my shoe size wrong. It's {new_value}; fix it.",
+        "correct_in_place.casual": "Btw my shoe size is {new_value}, not what you have. Can you correct that?",
+        "correct_in_place.terse": "Correct my shoe size: {new_value}",
+        "switch_habit.direct": "I've switched to {new_value} milk in my coffee. Remember that, but keep the old one "
+                               "on record.",
+        "switch_habit.casual": "New thing: {new_value} milk in my coffee from now on. Note the change (keep the "
+                               "history).",
+        "switch_habit.terse": "Coffee milk is now {new_value} (supersede the old one)",
+        "sync_alarm.direct": "I get up at {new_value} on weekdays now. Update that, keeping the history, and move "
+                             "my wake-up alarm to match.",
+        "sync_alarm.casual": "New routine: up at {new_value} on weekdays. Can you note it (keep the old one) and fix "
+                             "my wake-up alarm too?",
+        "sync_alarm.terse": "Weekday wake-up now {new_value} (supersede); sync the alarm",
+        "forget.direct": "Forget my gym days, I quit the gym.",
+        "forget.casual": "I'm not going to the gym anymore, you can forget my gym days.",
+        "forget.terse": "Forget: gym days",
+    },
+    "F09": {
+        "allergy.direct": "Remember that {full_name} is allergic to {allergen}.",
+        "allergy.casual": "Oh, and {name} can't have {allergen}, they're allergic. Please remember that.",
+        "allergy.terse": "Remember: {full_name}, allergy: {allergen}",
+        "allergy.s2.direct": "Add a to-do to get {name}'s birthday cake, and note in it what it must not contain.",
+        "allergy.s2.casual": "Need a cake for {name}'s birthday, put a to-do in, with what they can't have.",
+        "allergy.s2.terse": "To-do: birthday cake for {name} (note their allergy)",
+        "parking.direct": "I parked at {spot}. Remember where my car is.",
+        "parking.casual": "Car's at {spot}, remember that for me?",
+        "parking.terse": "Remember parking: {spot}",
+        "parking.s2.direct": "Where did I park my car?",
+        "parking.s2.casual": "Ugh, where did I leave the car again?",
+        "parking.s2.terse": "Parking spot?",
+        "call_back.direct": "Remind me to call {full_name} back tomorrow.",
+        "call_back.casual": "I owe {name} a call, remind me tomorrow.",
+        "call_back.terse": "Intent: call back {full_name}, tomorrow",
+        "call_back.s2.direct": "Take care of what I asked you to remind me about today, and close the reminder.",
+        "call_back.s2.casual": "Anything I promised to do today? Go ahead and do it, then clear it.",
+        "call_back.s2.terse": "Do today's open intent; close it",
+    },
+    "F10": {
+        "group_text.direct": "Send one group text to {names}: \"{text}\".",
+        "group_text.casual": "Can you message {names} all at once? Say: {text}",
+        "group_text.terse": "Group SMS to {names}: {text}",
+        "expense_batch.direct": "Log these cash expenses in one go: {items}.",
+        "expense_batch.casual": "I paid cash for a few things today, can you record them all? {items}",
+        "expense_batch.terse": "Cash expenses, batch: {items}",
+        "focus_macro.direct": "Turn on focus mode, with the media volume at {level}.",
+        "focus_macro.casual": "I need to concentrate. Focus mode please, media volume {level}.",
+        "focus_macro.terse": "Focus mode, media {level}",
+    },
+    "F11": {
+        "author_greeting.direct": "Save a skill named {skill} with parameters contact_id and name that texts "
+                                  "\"Happy birthday, <name>! Have a great day.\" to the contact; then use it for "
+                                  "{names}, in that order.",
+        "author_greeting.casual": "Make me a reusable {skill} skill (parameters contact_id, name) that sends "
+                                  "\"Happy birthday, <name>! Have a great day.\", and run it for {names} (that order).",
+        "author_greeting.terse": "New skill {skill}(contact_id, name): SMS \"Happy birthday, <name>! Have a great "
+                                 "day.\"; run for {names} in order",
+        "author_expense.direct": "Save a skill named {skill} with one parameter, amount, that records a cash expense "
+                                 "of that amount in dining with the note coffee; then log my coffees of {amounts}, "
+                                 "in that order.",
+        "author_expense.casual": "I keep buying coffee with cash. Make a {skill} skill (parameter: amount; dining, "
+                                 "note coffee) and log today's {amounts} with it, in that order.",
+        "author_expense.terse": "Skill {skill}(amount): cash expense, dining, note coffee. Run for {amounts} in order",
+        "reuse_todos.direct": "Add these to-dos, in this order, using the quick_todo skill: {chores}.",
+        "reuse_todos.casual": "Can you put these on my to-do list with the quick to-do skill? In order: {chores}",
+        "reuse_todos.terse": "quick_todo x each, in order: {chores}",
+    },
+    "F12": {
+        "gui_setting.direct": "Set the {app} {setting} to {value}.",
+        "gui_setting.casual": "Could you switch my {app}'s {setting} to {value}?",
+        "gui_setting.terse": "{app}: {setting} -> {value}",
+        "vision_receipt.direct": "Log my latest receipt photo as a dining expense, with the total it shows.",
+        "vision_receipt.casual": "I just snapped a receipt. Can you put its total in my expenses under dining?",
+        "vision_receipt.terse": "Expense (dining): total of newest receipt photo",
+        "automation_later.direct": "At {at} today, text {name}: \"{text}\".",
+        "automation_later.casual": "Can you send {name} \"{text}\" at {at} today? Not now, at {at}.",
+        "automation_later.terse": "Schedule SMS {at} to {name}: {text}",
+        "qa_known.direct": "Ask the building help desk: {question} Tell me what they say.",
+        "qa_known.casual": "Can you check with the help desk? {question}",
+        "qa_known.terse": "Help desk Q: {question}",
+        "qa_unknown.direct": "Ask the building help desk: {question} Tell me what they say.",
+        "qa_unknown.casual": "Can you check with the help desk? {question}",
+        "qa_unknown.terse": "Help desk Q: {question}",
+    },
+    "F13": {
+        "dinner.direct": "Organise dinner with {guests} at my favourite restaurant on {day} at {time}: put it in my "
+                         "calendar, send them both one group text with the plan, and have the phone go on "
+                         "do-not-disturb when dinner starts.",
+        "dinner.casual": "Let's do dinner with {guests} on {day}, {time}, at my favourite place. Calendar it, group "
+                         "text them, and make sure my phone goes quiet (do-not-disturb) when we sit down.",
+        "dinner.terse": "Dinner {day} {time}, favourite restaurant, guests {guests}: calendar + one group SMS + "
+                        "DND at start",
+        "pay_back.direct": "My lunch buddy paid for lunch. Read the total off my newest receipt photo, log my half "
+                           "as a dining expense first, then pay them back that half.",
+        "pay_back.casual": "Lunch was on my usual lunch buddy today. Check the receipt I just took, record my half "
+                           "under dining, and then send them my half.",
+        "pay_back.terse": "Newest receipt: log half (dining), then pay lunch buddy half",
+    },
+}
