@@ -13,6 +13,15 @@ WORDINGS: dict[str, dict[str, str]] = {
         "usual_restaurant.direct": "Put dinner at my favourite restaurant in my calendar on {day} at {time}.",
         "usual_restaurant.casual": "Let's do dinner at my favourite place on {day}, {time}. Add it to my calendar?",
         "usual_restaurant.terse": "Calendar: dinner, favourite restaurant, {day} {time}",
+        "usual_gym.direct": "Put my gym session in the calendar on {day}, at the time I usually go.",
+        "usual_gym.casual": "Can you block my usual gym slot on {day}?",
+        "usual_gym.terse": "Calendar: gym, {day}, usual time",
+        "usual_playlist.direct": "Play my focus playlist.",
+        "usual_playlist.casual": "Time to concentrate, put on the playlist I use for focus?",
+        "usual_playlist.terse": "Play: focus playlist",
+        "usual_brightness.direct": "Set the screen to the brightness I like for reading.",
+        "usual_brightness.casual": "I'm going to read for a bit, can you set the brightness how I like it?",
+        "usual_brightness.terse": "Brightness: my reading level",
     },
     "F08": {
         "correct_in_place.direct": "You have my shoe size wrong. It's {new_value}; fix it.",
@@ -31,6 +40,14 @@ WORDINGS: dict[str, dict[str, str]] = {
         "forget.direct": "Forget my gym days, I quit the gym.",
         "forget.casual": "I'm not going to the gym anymore, you can forget my gym days.",
         "forget.terse": "Forget: gym days",
+        "sync_event.direct": "Our team call is at {new_value} now. Update that, keeping the history, and move the "
+                             "call in my calendar to match.",
+        "sync_event.casual": "Team call moved to {new_value} for good. Can you note it (keep the old time on "
+                             "record) and fix next week's call?",
+        "sync_event.terse": "Team call time now {new_value} (supersede); sync the calendar",
+        "forget_alarm.direct": "I've stopped the medication. Forget my medication time and delete its alarm.",
+        "forget_alarm.casual": "Done with those pills! You can forget when I take them, and drop the alarm too.",
+        "forget_alarm.terse": "Forget: medication time; delete its alarm",
     },
     "F09": {
         "allergy.direct": "Remember that {full_name} is allergic to {allergen}.",
