@@ -114,6 +114,10 @@ WORDINGS: dict[str, dict[str, str]] = {
         "qa_unknown.direct": "Ask the building help desk: {question} Tell me what they say.",
         "qa_unknown.casual": "Can you check with the help desk? {question}",
         "qa_unknown.terse": "Help desk Q: {question}",
+        "vision_wifi.direct": "I took a photo of the cafe's Wi-Fi card just now. Save its password in a note "
+                              "called Cafe Wi-Fi.",
+        "vision_wifi.casual": "Snapped the Wi-Fi card here, can you put the password in a note for me (Cafe Wi-Fi)?",
+        "vision_wifi.terse": "Note 'Cafe Wi-Fi': password from newest photo",
     },
     "F13": {
         "dinner.direct": "Organise dinner with {guests} at my favourite restaurant on {day} at {time}: put it in my "

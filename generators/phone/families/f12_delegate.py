@@ -22,7 +22,8 @@ from generators.phone.families.base import Family, call, finish
 from generators.phone.services.subagents import add_kb, add_ui_setting
 from generators.phone.world import World
 
-VARIANTS = ("gui_setting", "vision_receipt", "automation_later", "qa_known", "qa_unknown")
+VARIANTS = ("gui_setting", "vision_receipt", "automation_later", "qa_known", "qa_unknown", "vision_wifi")
+WIFI_WORDS = ["latte", "harbor", "maple", "orbit", "cobalt", "pepper", "violet", "summit"]
 UI = [("gallery", "grid_size", ["small", "medium", "large"]), ("keyboard", "vibration", ["on", "off"]),
       ("launcher", "icon_shape", ["circle", "square", "squircle"]), ("camera", "shutter_sound", ["on", "off"]),
       ("clock", "alarm_ramp", ["off", "30s", "60s"])]
@@ -46,9 +47,9 @@ class Delegate(Family):
     tags = ("delegation",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
     splits = {"gui_setting": "train", "vision_receipt": "train", "qa_unknown": "train", "automation_later": "dev",
-              "qa_known": "test"}
+              "qa_known": "test", "vision_wifi": "challenge"}
     tools = ("start_subagent", "run_subagent", "get_subagent_result", "files_list", "files_search",
-             "contacts_search", "expenses_add", "messages_send")
+             "contacts_search", "expenses_add", "messages_send", "notes_create")
     hidden_tools = ("photos_read_text",)
     knobs = {"distractors": "2+: an older receipt, a contact with the same first name; 3: more of them"}
 
@@ -62,6 +63,10 @@ class Delegate(Family):
         if variant == "vision_receipt":
             total, merchant = round(rng.uniform(8, 60), 2), rng.choice(MERCHANTS)
             private.update(total=total, merchant=merchant, older=round(total + rng.uniform(3, 9), 2))
+            return {}, private
+        if variant == "vision_wifi":
+            password, older = (f"{w}{rng.randint(100, 999)}" for w in rng.sample(WIFI_WORDS, 2))
+            private.update(password=password, older_password=older)
             return {}, private
         if variant == "automation_later":
             f, la = rng.choice([(f, la) for f in seeddata.FIRST_NAMES for la in seeddata.LAST_NAMES[:8]])
@@ -97,13 +102,21 @@ class Delegate(Family):
                          at=(world.now - timedelta(days=1)).isoformat(timespec="minutes"))
             add_file(world, "receipt_new.jpg", "Camera", "photo", f"{p['merchant']}  Total {p['total']:.2f}",
                      at=(world.now - timedelta(minutes=1)).isoformat(timespec="minutes"))
+        if p["variant"] == "vision_wifi":
+            if d >= 2:  # last week's card, from another cafe
+                add_file(world, "wifi_old.jpg", "Camera", "photo", f"GUEST WIFI  password: {p['older_password']}",
+                         at=(world.now - timedelta(days=6)).isoformat(timespec="minutes"))
+            add_file(world, "wifi_card.jpg", "Camera", "photo", f"CAFE WIFI  password: {p['password']}",
+                     at=(world.now - timedelta(minutes=3)).isoformat(timespec="minutes"))
 
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         p = task.private_params
-        if p["variant"] == "vision_receipt":
+        if p["variant"] in ("vision_receipt", "vision_wifi"):
             files = world.table("files").rows.values()
-            return {"file_id": next(r["id"] for r in files if r["name"] == "receipt_new.jpg"),
-                    "old_file_id": next((r["id"] for r in files if r["name"] == "receipt_old.jpg"), "f-0001")}
+            new, old = ("receipt_new.jpg", "receipt_old.jpg") if p["variant"] == "vision_receipt" else \
+                ("wifi_card.jpg", "wifi_old.jpg")
+            return {"file_id": next(r["id"] for r in files if r["name"] == new),
+                    "old_file_id": next((r["id"] for r in files if r["name"] == old), "f-0001")}
         if p["variant"] == "automation_later":
             return {"person_id": next(r["id"] for r in world.table("contacts").rows.values()
                                       if [r["first_name"], r["last_name"]] == p["person"])}
@@ -114,6 +127,7 @@ class Delegate(Family):
         return {
             "gui_setting": lambda: ("gui", {"app": p["app"], "setting": p["setting"], "value": p["value"]}),
             "vision_receipt": lambda: ("vision", {"file_id": p["file_id"]}),
+            "vision_wifi": lambda: ("vision", {"file_id": p["file_id"]}),
             "automation_later": lambda: ("automation", {"at": p["at"], "tool": "messages_send", "arguments": {
                 "contact_id": p["person_id"], "text": p["text"]}}),
             "qa_known": lambda: ("qa", {"question": p["question"]}),
@@ -131,6 +145,10 @@ class Delegate(Family):
             return [call("files_list", kind="photo"), start, run,
                     call("expenses_add", amount=p["total"], category="dining", note=p["merchant"].title()),
                     finish(summary=f"Logged {p['total']:.2f}.")]
+        if p["variant"] == "vision_wifi":
+            return [call("files_list", kind="photo"), start, run,
+                    call("notes_create", title="Cafe Wi-Fi", body=f"Password: {p['password']}"),
+                    finish(summary="The Wi-Fi password is in a note.")]
         if p["variant"] == "automation_later":
             return [call("contacts_search", query=q["name"]), start, run,
                     finish(summary=f"{q['name']} will get the text at {q['at']}.")]
@@ -141,7 +159,8 @@ class Delegate(Family):
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p = task.private_params
         agent, inputs = self._inputs(task)
-        prereq = {"vision_receipt": "files_list", "automation_later": "contacts_search"}.get(p["variant"])
+        prereq = {"vision_receipt": "files_list", "vision_wifi": "files_list",
+                  "automation_later": "contacts_search"}.get(p["variant"])
         handoff = {"agent": agent, "inputs": inputs if agent != "automation" else
                    {"tool": "messages_send", "arguments": inputs["arguments"]},
                    **({"after": prereq} if prereq else {}),
@@ -163,6 +182,14 @@ class Delegate(Family):
             reqs.append(Requirement(id="read_then_logged", kind="partial_order", dimension="subagents", params={
                 "before": [[{"tool": "run_subagent"}, {"tool": "expenses_add"}]]},
                 description="the total was read by the vision agent before it was logged"))
+        elif p["variant"] == "vision_wifi":
+            reqs.append(Requirement(id="noted", kind="state_diff", weight=1.5, params={
+                "table": "notes", "field_match": {"body": "contains"}, "added": [{"body": p["password"]}]},
+                description="the password read off the newest photo is in a note"))
+            allow = [sessions, {"table": "notes", "ops": ["added"], "max": 1}]
+            reqs.append(Requirement(id="read_then_noted", kind="partial_order", dimension="subagents", params={
+                "before": [[{"tool": "run_subagent"}, {"tool": "notes_create"}]]},
+                description="the photo was read by the vision agent before the note was written"))
         elif p["variant"] == "automation_later":
             at = task_day_time(p["at"])
             reqs.append(Requirement(id="scheduled", kind="state_diff", params={"table": "automations", "added": [
@@ -192,6 +219,9 @@ class Delegate(Family):
         elif p["variant"] == "vision_receipt":
             inputs["file_id"] = p["old_file_id"]  # the older receipt
             out[-2].arguments["amount"] = p["older"]
+        elif p["variant"] == "vision_wifi":
+            inputs["file_id"] = p["old_file_id"]  # last week's card
+            out[-2].arguments["body"] = f"Password: {p['older_password']}"
         elif p["variant"] == "automation_later":
             inputs["arguments"] = {**inputs["arguments"], "contact_id": "c-0001" if p["person_id"] != "c-0001"
                                    else "c-0002"}
