@@ -132,5 +132,29 @@ WORDINGS: dict[str, dict[str, str]] = {
         "pay_back.casual": "Lunch was on my usual lunch buddy today. Check the receipt I just took, record my half "
                            "under dining, and then send them my half.",
         "pay_back.terse": "Newest receipt: log half (dining), then pay lunch buddy half",
+        "brunch.direct": "Set up brunch with {guests} at my favourite brunch place on {day} at {time}: put it in my "
+                         "calendar, send them both one group text with the plan, and have my ringer go silent "
+                         "(volume 0) when brunch starts.",
+        "brunch.casual": "Brunch with {guests} on {day} at {time}, my usual brunch spot! Calendar it, one group text "
+                         "to both, and mute my ringer when we start.",
+        "brunch.terse": "Brunch {day} {time}, favourite brunch place, guests {guests}: calendar + one group SMS + "
+                        "ring volume 0 at start",
+        "movie_night.direct": "Plan a film with {guests} at my favourite cinema on {day} at {time}: put it in my "
+                              "calendar, send them both one group text with the plan, and turn on do-not-disturb "
+                              "when the film starts.",
+        "movie_night.casual": "Movie night with {guests}, {day} at {time}, at my usual cinema. Add it to the "
+                              "calendar, group text them, and make sure my phone goes quiet when it starts.",
+        "movie_night.terse": "Film {day} {time}, favourite cinema, guests {guests}: calendar + one group SMS + DND at "
+                             "start",
+        "taxi_share.direct": "My commute buddy paid for our taxi. Read the total off my newest receipt photo, log my "
+                             "half as a transport expense first, then pay them back that half.",
+        "taxi_share.casual": "The cab this morning was on my commute buddy. Check the receipt I just took, record my "
+                             "half under transport, and then send them my half.",
+        "taxi_share.terse": "Newest receipt: log half (transport), then pay commute buddy half",
+        "groceries_share.direct": "My flatmate paid for the groceries. Read the total off my newest receipt photo, "
+                                  "log my half as a groceries expense first, then pay them back that half.",
+        "groceries_share.casual": "Groceries were on my flatmate today. Check the receipt I just took, record my "
+                                  "half under groceries, and then send them my half.",
+        "groceries_share.terse": "Newest receipt: log half (groceries), then pay flatmate half",
     },
 }
