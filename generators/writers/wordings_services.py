@@ -79,6 +79,19 @@ WORDINGS: dict[str, dict[str, str]] = {
         "focus_macro.direct": "Turn on focus mode, with the media volume at {level}.",
         "focus_macro.casual": "I need to concentrate. Focus mode please, media volume {level}.",
         "focus_macro.terse": "Focus mode, media {level}",
+        "expense_from_note.direct": "Log the cash expenses in my note 'Cash spent today', all in one go.",
+        "expense_from_note.casual": "I jotted today's cash spending in a note (Cash spent today). Can you record "
+                                    "them all at once?",
+        "expense_from_note.terse": "Log all items of note 'Cash spent today' (one batch)",
+        "group_invite.direct": "Put a team lunch in my calendar on {day} at {time}, and tell {names} in one group "
+                               "text.",
+        "group_invite.casual": "Team lunch on {day}, {time}! Add it to my calendar and group text {names} about it?",
+        "group_invite.terse": "Calendar: Team lunch {day} {time}; one group SMS to {names}",
+        "focus_timer.direct": "Turn on focus mode with the media volume at {level}, and start a {minutes}-minute "
+                              "timer for the session.",
+        "focus_timer.casual": "Deep work time: focus mode (media volume {level}) and a {minutes} minute timer, "
+                              "please.",
+        "focus_timer.terse": "Focus mode, media {level}; timer {minutes} min",
     },
     "F11": {
         "author_greeting.direct": "Save a skill named {skill} with parameters contact_id and name that texts "
