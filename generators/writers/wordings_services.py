@@ -110,6 +110,21 @@ WORDINGS: dict[str, dict[str, str]] = {
         "reuse_todos.direct": "Add these to-dos, in this order, using the quick_todo skill: {chores}.",
         "reuse_todos.casual": "Can you put these on my to-do list with the quick to-do skill? In order: {chores}",
         "reuse_todos.terse": "quick_todo x each, in order: {chores}",
+        "author_alarm.direct": "Save a skill named {skill} with parameters time and label that sets an alarm with "
+                               "that label; then use it for {items}, in that order.",
+        "author_alarm.casual": "Make me a reusable skill, {skill} (time, label), that sets a labelled alarm, and "
+                               "run it for {items}, in that order.",
+        "author_alarm.terse": "Save skill {skill}(time, label) -> labelled alarm; run for {items}, in order",
+        "author_note.direct": "Save a skill named {skill} with a parameter topic that creates a note titled "
+                              "\"Meeting: <topic>\"; then use it for {items}, in that order.",
+        "author_note.casual": "Can you make a skill, {skill} (topic), that starts a note called \"Meeting: "
+                              "<topic>\"? Then run it for {items}, in that order.",
+        "author_note.terse": "Save skill {skill}(topic) -> note 'Meeting: <topic>'; run for {items}, in order",
+        "author_timer.direct": "Save a skill named {skill} with parameters minutes and label that starts a "
+                               "labelled timer; then use it for {items}, in that order.",
+        "author_timer.casual": "I keep setting kitchen timers. Save a skill, {skill} (minutes, label), and run it "
+                               "for {items}, in that order.",
+        "author_timer.terse": "Save skill {skill}(minutes, label) -> labelled timer; run for {items}, in order",
     },
     "F12": {
         "gui_setting.direct": "Set the {app} {setting} to {value}.",

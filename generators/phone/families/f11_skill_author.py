@@ -20,7 +20,21 @@ from generators.phone.families.base import Family, call, finish
 from generators.phone.services.skills import fill
 from generators.phone.world import World
 
-VARIANTS = ("author_greeting", "author_expense", "reuse_todos")
+# authored macros of one step: variant -> (skill, description, tool, argument templates, parameters, table)
+AUTHORED: dict[str, tuple[str, str, str, dict[str, Any], list[str], str]] = {
+    "author_alarm": ("weekday_alarm", "Set a labelled alarm.", "alarms_create", {"time": "{time}", "label": "{label}"},
+                     ["time", "label"], "alarms"),
+    "author_note": ("meeting_note", "Start a meeting note for a topic.", "notes_create",
+                    {"title": "Meeting: {topic}", "body": "Agenda and notes for {topic}."}, ["topic"], "notes"),
+    "author_timer": ("kitchen_timer", "Start a labelled kitchen timer.", "timers_start",
+                     {"minutes": "{minutes}", "label": "{label}"}, ["minutes", "label"], "timers"),
+}
+ALARMS = [("06:10", "Gym"), ("06:40", "School run"), ("07:05", "Meds"), ("08:50", "Standup"), ("05:45", "Train")]
+TOPICS = ["budget review", "hiring plan", "Q3 roadmap", "office move", "vendor contracts"]
+COOKING = [(12, "pasta"), (40, "roast"), (5, "eggs"), (25, "bread"), (8, "rice")]
+HELDOUT_ITEM = {"author_alarm": {"time": "05:55", "label": "Held-out"}, "author_note": {"topic": "held-out topic"},
+                "author_timer": {"minutes": 17, "label": "held-out"}}
+VARIANTS = ("author_greeting", "author_expense", "reuse_todos", *AUTHORED)
 CHORES = ["Water the plants", "Pay the phone bill", "Book a haircut", "Return library books", "Call the plumber",
           "Renew passport", "Buy printer ink"]
 GREETING = "Happy birthday, {name}! Have a great day."
@@ -34,9 +48,10 @@ class SkillAuthor(Family):
     capability = "skills"
     tags = ("skill_authoring",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
-    splits = {"author_greeting": "train", "reuse_todos": "train", "author_expense": "dev"}
+    splits = {"author_greeting": "train", "reuse_todos": "train", "author_alarm": "train", "author_expense": "dev",
+              "author_note": "test", "author_timer": "challenge"}
     tools = ("list_skills", "load_skill", "run_skill", "save_skill", "contacts_search", "messages_send",
-             "expenses_add", "todos_create", "todos_list")
+             "expenses_add", "todos_create", "todos_list", "alarms_create", "notes_create", "timers_start")
     knobs = {"targets": "items to handle: 2/2/3 (reuse: 3/3/4)"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
@@ -51,6 +66,14 @@ class SkillAuthor(Family):
             amounts = [round(rng.uniform(2.5, 6.5), 2) for _ in range(n)]
             private.update(amounts=amounts, heldout={**heldout, "amount": round(rng.uniform(2.5, 6.5), 2)})
             return {"amounts": " and ".join(f"{a:.2f}" for a in amounts), "skill": "log_coffee"}, private
+        if variant in AUTHORED:
+            items = {"author_alarm": lambda: [{"time": t, "label": la} for t, la in rng.sample(ALARMS, n)],
+                     "author_note": lambda: [{"topic": t} for t in rng.sample(TOPICS, n)],
+                     "author_timer": lambda: [{"minutes": m, "label": la} for m, la in rng.sample(COOKING, n)]}[variant]()
+            private["items"] = items
+            shown = " and ".join(" ".join(f"({v})" if k == "label" else f"{v} min" if k == "minutes" else f"{v}"
+                                          for k, v in i.items()) for i in items)
+            return {"items": shown, "skill": AUTHORED[variant][0]}, private
         chores = rng.sample(CHORES, n + 1)
         private["chores"] = chores
         return {"chores": "; ".join(chores)}, private
@@ -73,17 +96,26 @@ class SkillAuthor(Family):
             return [{"contact_id": c, "name": f} for c, (f, _) in zip(p["contact_ids"], p["people"], strict=True)]
         if p["variant"] == "author_expense":
             return [{"amount": a} for a in p["amounts"]]
+        if p["variant"] in AUTHORED:
+            return [dict(i) for i in p["items"]]
         return [{"task": c} for c in p["chores"]]
 
     def _skill(self, task: TaskSpec) -> str:
-        return {"author_greeting": "birthday_text", "author_expense": "log_coffee"}.get(
-            task.private_params["variant"], "quick_todo")
+        variant = task.private_params["variant"]
+        if variant in AUTHORED:
+            return AUTHORED[variant][0]
+        return {"author_greeting": "birthday_text", "author_expense": "log_coffee"}.get(variant, "quick_todo")
 
     def solve(self, task: TaskSpec) -> list[Action]:
         p, name = task.private_params, self._skill(task)
         runs = [call("run_skill", name=name, arguments=a) for a in self._runs(task)]
         if p["variant"] == "reuse_todos":
             return [call("list_skills"), *runs, finish(summary=f"Added {len(runs)} to-dos.")]
+        if p["variant"] in AUTHORED:
+            _, description, tool, arguments, parameters, _ = AUTHORED[p["variant"]]
+            save = call("save_skill", name=name, description=description,
+                        steps=[{"tool": tool, "arguments": dict(arguments)}], parameters=list(parameters))
+            return [save, *runs, finish(summary=f"Done {len(runs)} times; the skill is saved.")]
         if p["variant"] == "author_greeting":
             steps = [{"tool": "messages_send", "arguments": {"contact_id": "{contact_id}", "text": GREETING}}]
             looks = [call("contacts_search", query=f"{f} {la}") for f, la in p["people"]]
@@ -107,6 +139,13 @@ class SkillAuthor(Family):
                      "arguments": {"contact_id": "c-0001", "name": h["first"]},
                      "expect": {"table": "messages", "added": [{"contact_id": "c-0001",
                                                                 "text": GREETING.format(name=h["first"])}]}}
+        elif p["variant"] in AUTHORED:
+            _, _, _, arguments, _, table = AUTHORED[p["variant"]]
+            fields = [k for k in arguments if k != "body"]  # the body's wording is the skill's own
+            goal = {"table": table, "added": [{k: fill(arguments[k], r) for k in fields} for r in runs]}
+            held = HELDOUT_ITEM[p["variant"]]
+            rerun = {"seed": p["heldout"]["seed"], "arguments": held,
+                     "expect": {"table": table, "added": [{k: fill(arguments[k], held) for k in fields}]}}
         elif p["variant"] == "author_expense":
             goal = {"table": "transactions", "added": [{"amount": -r["amount"], "category": "dining"} for r in runs]}
             h = p["heldout"]
