@@ -25,8 +25,10 @@ from generators.phone.families.memory_seed import plant
 from generators.phone.services.memory import add_memory
 from generators.phone.world import DEFAULT_START, World
 
-VARIANTS = ("allergy", "parking", "call_back")
+VARIANTS = ("allergy", "parking", "call_back", "gate_code", "gift_idea", "pay_later")
 ALLERGENS = ["peanuts", "shellfish", "gluten", "dairy", "sesame", "eggs"]
+GIFTS = ["a pottery class", "a bread-making kit", "concert tickets", "a travel pillow", "a board game", "a plant"]
+TODO, ANSWER, INTENT = ("allergy", "gift_idea"), ("parking", "gate_code"), ("call_back", "pay_later")
 
 
 class RememberLater(Family):
@@ -38,9 +40,10 @@ class RememberLater(Family):
     tags = ("memory_write", "memory_recall", "multi_session")
     sessions = 2
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
-    splits = {"allergy": "train", "parking": "train", "call_back": "dev"}
+    splits = {"allergy": "train", "parking": "train", "gate_code": "train", "call_back": "dev", "gift_idea": "test",
+              "pay_later": "challenge"}
     tools = ("memory_search", "memory_add", "memory_get", "memory_update", "memory_delete", "memory_list_intents",
-             "contacts_search", "calls_dial", "todos_create", "todos_list")
+             "contacts_search", "calls_dial", "todos_create", "todos_list", "wallet_send_money")
     knobs = {"distractors": "2+: the user's own older value and a friend's record in memory at session 2; "
                             "3: + a similar key"}
 
@@ -53,6 +56,18 @@ class RememberLater(Family):
             value, old, other_value = rng.sample(ALLERGENS, 3)
             private.update(type="relationship", key=f"{f} allergy", value=value, subject=f, old_value=old,
                            other_value=other_value)
+        elif variant == "gift_idea":
+            value, old, other_value = rng.sample(GIFTS, 3)
+            private.update(type="relationship", key=f"{f} gift idea", value=value, subject=f, old_value=old,
+                           other_value=other_value)
+        elif variant == "gate_code":
+            value, old, other_value = (f"{rng.randint(1000, 9999)}" for _ in range(3))
+            private.update(type="relationship", key=f"{f} gate code", value=value, subject=f, old_value=old,
+                           other_value=other_value)
+        elif variant == "pay_later":
+            amount = round(rng.uniform(8, 90), 2)
+            private.update(type="prospective", key=f"pay {f} back", value=f"pay {f} {la} back {amount:.2f}",
+                           subject="user", due=tomorrow, old_value="", other_value="", amount=amount)
         elif variant == "parking":
             level, spot = rng.choice(["P1", "P2", "P3", "B1"]), rng.randint(10, 99)
             private.update(type="episodic", key="parking spot", value=f"level {level}, spot {spot}", subject="user",
@@ -65,6 +80,10 @@ class RememberLater(Family):
             public["spot"] = private["value"]
         if variant == "allergy":
             public["allergen"] = private["value"]
+        if variant in ("gift_idea", "gate_code"):
+            public["value"] = private["value"]
+        if variant == "pay_later":
+            public["amount"] = f"{private['amount']:.2f}"
         return public, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
@@ -111,16 +130,18 @@ class RememberLater(Family):
             extra.update({"due": p["due"]} if p.get("due") else {})
             return [call("memory_add", type=p["type"], key=p["key"], value=p["value"], **extra),
                     finish(summary="Noted.")]
-        if p["variant"] == "allergy":
-            return [call("memory_search", query=p["key"]),
-                    call("todos_create", title=f"Birthday cake for {p['person'][0]}: no {p['value']}"),
+        if p["variant"] in TODO:
+            title = f"Birthday cake for {p['person'][0]}: no {p['value']}" if p["variant"] == "allergy" else \
+                f"Buy {p['person'][0]}'s birthday gift: {p['value']}"
+            return [call("memory_search", query=p["key"]), call("todos_create", title=title),
                     finish(summary="Added the to-do.")]
-        if p["variant"] == "parking":
-            return [call("memory_search", query=p["key"]), finish(answer=p["value"], summary=f"You parked at "
-                                                                                               f"{p['value']}.")]
-        return [call("memory_list_intents"), call("contacts_search", query=" ".join(p["person"])),
-                call("calls_dial", contact_id=p["person_id"]), call("memory_delete", memory_id=p["memory_id"]),
-                finish(summary=f"Called {p['person'][0]} back and closed the reminder.")]
+        if p["variant"] in ANSWER:
+            return [call("memory_search", query=p["key"]), finish(answer=p["value"], summary=f"It's {p['value']}.")]
+        act = call("calls_dial", contact_id=p["person_id"]) if p["variant"] == "call_back" else \
+            call("wallet_send_money", contact_id=p["person_id"], amount=p["amount"], note="paying you back")
+        return [call("memory_list_intents"), call("contacts_search", query=" ".join(p["person"])), act,
+                call("memory_delete", memory_id=p["memory_id"]),
+                finish(summary=f"Done what I promised {p['person'][0]} and closed the reminder.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p = task.private_params
@@ -137,33 +158,37 @@ class RememberLater(Family):
                                 params={"allow": [{"table": "memories", "ops": ["added"], "max": 1}]},
                                 description="one memory added, nothing else")]
         reqs = []
-        if p["variant"] == "allergy":
+        if p["variant"] in TODO:
             reqs += [Requirement(id="acted_on_recall", kind="state_diff", weight=2.0, dimension="memory",
                                  params={"table": "todos", "field_match": {"title": "contains"},
                                          "added": [{"title": p["value"]}]},
-                                 description="the to-do names the allergen remembered last session"),
+                                 description="the to-do names what was remembered last session"),
                      Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True,
                                  params={"allow": [{"table": "todos", "ops": ["added"], "max": 1}]},
                                  description="one to-do added, nothing else")]
-        elif p["variant"] == "parking":
+        elif p["variant"] in ANSWER:
             reqs += [Requirement(id="recalled", kind="answer", weight=2.0, dimension="memory",
-                                 params={"expected": p["value"]}, description="the spot remembered last session"),
+                                 params={"expected": p["value"]}, description="the fact remembered last session"),
                      Requirement(id="no_changes", kind="allowed_changes", noop_passes=True, params={"allow": []},
                                  description="nothing changed")]
         else:
-            reqs += [Requirement(id="called_back", kind="state_diff", weight=2.0, params={
-                         "table": "call_log", "added": [{"number": p["person_phone"], "direction": "out"}]},
-                         description="the promised call was made"),
+            call_back = p["variant"] == "call_back"
+            table, tool = ("call_log", "calls_dial") if call_back else ("transactions", "wallet_send_money")
+            done = {"number": p["person_phone"], "direction": "out"} if call_back else \
+                {"amount": -p["amount"], "kind": "transfer", "merchant": p["person_id"]}
+            reqs += [Requirement(id="promise_kept", kind="state_diff", weight=2.0, params={
+                         "table": table, "added": [done]}, description="what was promised was done"),
                      Requirement(id="intent_closed", kind="memory_diff", dimension="memory",
                                  params={"deleted": [p["memory_id"]]}, description="the done intent is closed"),
                      Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, params={
-                         "allow": [{"table": "call_log", "ops": ["added"], "max": 1}, {"table": "memories"}]},
-                         description="one call, the intent closed, nothing else"),
+                         "allow": [{"table": table, "ops": ["added"], "max": 1}, {"table": "memories"},
+                                   *([] if call_back else [{"table": "account"}])]},
+                         description="the promise kept, the intent closed, nothing else"),
                      Requirement(id="done_then_closed", kind="partial_order", dimension="memory", params={
-                         "before": [[{"tool": "calls_dial"}, {"tool": "memory_delete"}]]},
+                         "before": [[{"tool": tool}, {"tool": "memory_delete"}]]},
                          description="the intent is closed only once it is done")]
         return [*reqs, Requirement(id="looked_in_memory", kind="called", dimension="memory",
-                                   params={"tool": "memory_list_intents" if p["variant"] == "call_back"
+                                   params={"tool": "memory_list_intents" if p["variant"] in INTENT
                                            else "memory_search"}, description="got the fact back from memory")]
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
@@ -177,10 +202,10 @@ class RememberLater(Family):
             else:
                 args["value"] = p["old_value"]
             return out
-        if p["variant"] == "call_back":
+        if p["variant"] in INTENT:
             out[2].arguments["contact_id"] = "c-0001" if p["person_id"] != "c-0001" else "c-0002"
             return out
-        if p["variant"] == "parking":
+        if p["variant"] in ANSWER:
             out[-1].arguments["answer"] = p["old_value"]
             return out
         out[1].arguments["title"] = out[1].arguments["title"].replace(p["value"], p["other_value"])
