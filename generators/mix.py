@@ -105,12 +105,15 @@ def decision_level(fam: str, levels: list[int], table: dict[tuple, Competence]) 
 
 
 def easier_variants(fam: str, level: int, variants: dict[tuple, Competence]) -> tuple[str, ...]:
-    """The family's variants at ``level`` that the model does best on: the upper half by mean."""
+    """The family's variants at ``level`` that the model does measurably best on: the upper
+    half by mean, keeping only those above the family's average there (when every variant
+    fails alike, none is easier, and the order of their names must not pretend one is)."""
     rated = sorted(((c.mean, v) for (f, v, d), c in variants.items() if f == fam and d == level and v),
                    key=lambda mv: (-mv[0], mv[1]))
     if len(rated) < 2:
         return ()
-    return tuple(sorted(v for _, v in rated[: max(1, len(rated) // 2)]))
+    average = sum(m for m, _ in rated) / len(rated)
+    return tuple(sorted(v for m, v in rated[: max(1, len(rated) // 2)] if m > average + 1e-9))
 
 
 def next_mix(

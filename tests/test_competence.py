@@ -124,6 +124,17 @@ def test_failing_at_the_lowest_level_gets_a_failure_curriculum_of_easier_variant
     assert (mix["F05"].difficulty, mix["F05"].curriculum) == (1, "")
 
 
+def test_variants_that_fail_alike_are_none_of_them_easier():
+    # every variant failed every time: none is easier, whatever the alphabet says
+    records = sum((batch("b1", 0, {("F04", 1): rate(0)}, template=f"{v}.direct") for v in ("alpha", "beta", "gamma")),
+                  [])
+    table, variants = competence_table(records), competence_table(records, by_variant=True)
+    (f04,) = next_mix(["F04"], table, base_difficulty=1, max_difficulty=MAXIMA,
+                      inputs=MixInputs(max_difficulty=MAXIMA, variants=variants))
+    assert f04.curriculum == "failure" and f04.variants == ()
+    assert "any variant (none measured easier)" in f04.reason
+
+
 def test_a_capability_gap_boosts_its_families():
     records = batch("b1", 0, {("F01", 1): rate(14), ("F02", 1): rate(14), ("F07", 1): rate(5)})
     caps = {"F01": "tool_use", "F02": "tool_use", "F07": "memory"}
