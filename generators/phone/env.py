@@ -133,6 +133,10 @@ class PhoneEnv:
             notices.append(budget_warning(left))
         return notices
 
+    def state_hash(self) -> str:
+        """The world's state hash from the table digests ``step`` keeps current (no full recomputation)."""
+        return self.world.state_hash(self._digests)
+
     def evaluate(self) -> tuple[list[RequirementResult], bool, float, list[str]]:
         """Score the episode so far: (results, success, progress, minefields)."""
         return evaluate(self.task, self.initial, self.world, self.calls, self.finish_args)
