@@ -132,7 +132,7 @@ def _over(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=20, help="the most rounds a strategy may take")
+    parser.add_argument("--rounds", type=int, default=40, help="the most rounds a strategy may take")
     parser.add_argument("--episodes", type=int, default=60, help="episodes per round")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run (2 rounds of 12 episodes)")
@@ -162,9 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         ratio = aware / uniform["rounds"]
         print(f"competence-aware / uniform rounds: {ratio:.2f} (target <= {RATIO:.2f}): "
               f"{'met' if ratio <= RATIO else 'NOT met'}")
-    elif aware:
+    elif aware and aware / uniform["cap"] <= RATIO:
         print(f"competence-aware / uniform rounds: < {aware / uniform['cap']:.2f} (uniform not done in "
               f"{uniform['cap']}; target <= {RATIO:.2f}): met")
+    elif aware:
+        print(f"competence-aware took {aware}; uniform not done in {uniform['cap']}: the ratio is not shown "
+              f"(run with more --rounds)")
     else:
         stalled = ", ".join(f for f in FAMILIES if f not in results[0]["reached"])
         print(f"competence-aware did not reach {stalled} within {rounds} rounds: target NOT met")

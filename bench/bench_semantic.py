@@ -21,6 +21,8 @@ Three levels:
 - episodes whose calls carry little signal (each pair answered by one ``finish`` with the same
   answer): the instruction decides; the near-duplicate step with and without embeddings;
 - episodes with the reference solver's calls: calls decide most.
+Both episode levels run with the tasks' stated values (generated tasks: a near miss never merges)
+and without them (what an imported conversation gives the step).
 """
 
 from __future__ import annotations
@@ -97,8 +99,9 @@ def instruction_level(pairs: list[tuple], threshold: float) -> dict[str, np.ndar
             "cosine alone": cos >= threshold, "5-gram J>=0.8 + anchors": (jac >= 0.8) & agree}
 
 
-def episode_level(pairs: list[tuple], low_signal: bool, embed) -> float:
-    """Share of pairs the near-duplicate step puts in one cluster."""
+def episode_level(pairs: list[tuple], low_signal: bool, embed, with_values: bool = True) -> float:
+    """Share of pairs the near-duplicate step puts in one cluster (``with_values``: the tasks'
+    stated values reach it, as in the cascade; without, as for an imported conversation)."""
     eps, steps = [], []
     for k, (fid, ia, ib, ta, tb) in enumerate(pairs):
         for side, instruction, task in (("a", ia, ta), ("b", ib, tb)):
@@ -109,7 +112,8 @@ def episode_level(pairs: list[tuple], low_signal: bool, embed) -> float:
                 calls = [(a.tool, a.arguments) for a in get_family(fid).reference_actions(task)]
                 calls = [c for c in calls if c[0] != "finish"] + [("finish", {"status": "completed", "pair": k})]
             eps.append({"episode_id": eid, "round_id": "r", "task_id": f"t{eid}", "family": fid,
-                        "instruction": instruction, "success": True, "difficulty": 1, "n_steps": len(calls)})
+                        "instruction": instruction, "success": True, "difficulty": 1, "n_steps": len(calls),
+                        "task_values": json.dumps(task.public_params) if with_values else None})
             for tool, args in calls:
                 kind = tool if tool in ("finish", "ask_user") else "tool_call"
                 steps.append({"episode_id": eid, "near": near_call(kind, tool, args)})
@@ -145,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{f} {levels[names[0]]['one meaning'][[p[0] == f for p in sets[names[0]]]].mean():.2f}"
         f"/{levels[neg]['one meaning'][[p[0] == f for p in sets[neg]]].mean():.3f}" for f in sorted(FAMILIES)))
     print(f"\n{'near-duplicate step':<28}{'':>12}" + "".join(f"{n:>34}" for n in names))
-    for low, label in ((True, "little signal (finish)"), (False, "reference calls")):
-        for embed, how in ((None, "5-gram only"), (wordllama_embed, "+ semantic")):
-            print(f"{label:<28}{how:>12}" + "".join(f"{episode_level(sets[n], low, embed):>34.3f}" for n in names))
+    for values in (True, False):
+        print("tasks' stated values " + ("known (generated tasks)" if values else "unknown (imported conversations)"))
+        for low, label in ((True, "little signal (finish)"), (False, "reference calls")):
+            for embed, how in ((None, "5-gram only"), (wordllama_embed, "+ semantic")):
+                print(f"{label:<28}{how:>12}" + "".join(f"{episode_level(sets[n], low, embed, values):>34.3f}"
+                                                         for n in names))
     print(f"\n{time.perf_counter() - t0:.1f}s")
     return 0
 

@@ -9,13 +9,12 @@ reach a training file.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import json
 
 import duckdb
 
@@ -30,7 +29,7 @@ from curation.formats.dpo import LEVELS
 from curation.formats.openai_chat import check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
-from curation.formats.trl import trl_rows
+from curation.formats.trl import dataset_card, trl_rows
 from curation.formats.verl import REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
 from curation.formats.views import step_from_row
 from curation.masks import FROM_STEP, STEP_ONLY, review_mask
@@ -213,6 +212,8 @@ def run_export(
             rows = _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber)
         for split, row in rows:
             writer.write(split, row)
+        if fmt == "trl" and writer.sinks:
+            writer.attach("README.md", dataset_card({split: sink.final.name for split, sink in sorted(writer.sinks.items())}))
         funnels = funnel_mod.funnel(con, rounds)
         manifest = {
             "format": fmt,

@@ -24,6 +24,7 @@ EPISODE_COLUMNS = """
     o.final_answer, o.claims, o.minefields_hit,
     json_extract_string(o.failure, '$.type') AS failure_type,
     t.task_id IS NOT NULL AS has_task, t.difficulty, t.step_budget, t.optimal_steps, t.seed,
+    t.public_params AS task_values,
     s.n_steps, s.min_index, s.max_index, s.n_distinct_index
 """
 
@@ -118,9 +119,10 @@ def prior_representatives(
             WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
             GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
         )
-        SELECT e.episode_id, e.round_id, e.task_id, e.family, e.instruction, o.success, t.difficulty, o.steps AS n_steps
+        SELECT e.episode_id, e.round_id, e.task_id, e.family, e.instruction, o.success, t.difficulty, o.steps AS n_steps,
+               t.public_params AS task_values
         FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
-        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty FROM tasks) t ON t.task_id = e.task_id
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params FROM tasks) t ON t.task_id = e.task_id
         ORDER BY e.episode_id
     """
     eps = con.execute(sql_eps, {"r": round_id, "h": history}).df()

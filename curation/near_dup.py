@@ -20,6 +20,13 @@ are one meaning, or their character-gram Jaccard passes the threshold and their 
 agree. "How many events on Saturday?" and "How many contacts work at Hooli?", both
 answered ``finish(answer=3)``, are not duplicates.
 
+A near miss stays apart from what it nearly matches: when both episodes' tasks state their
+values (a generated task's public parameters: the label, the day, the settings to change) and
+those differ, the two are different tasks whatever their calls and words say. "Move my Lunch with
+Sam tomorrow to 15:00" and "... to 11:00", infeasible both, make the same calls; a meeting setup
+with one more setting to change makes four of the other's five calls. Without stated values (an
+imported conversation) the calls and the instruction decide as above.
+
 Rollouts of the same task are never paired here (choosing among them is the cost-aware
 selection's job), nor a success with a failure (failures are evidence). Clusters are the
 connected components of verified pairs; the hardest member (highest difficulty, then
@@ -29,6 +36,7 @@ other member points to it by its stable episode id.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,6 +183,31 @@ class _Meaning:
         return (self.families[pairs[:, 0]] == self.families[pairs[:, 1]]) & self.anchors_ok(pairs)
 
 
+def _stated_values(episodes: pd.DataFrame) -> np.ndarray:
+    """Per episode, its task's stated values as canonical JSON, or None when it states none
+    (an import, a task with no public parameters, a frame without the ``task_values`` column)."""
+    raw = episodes["task_values"] if "task_values" in episodes else pd.Series([None] * len(episodes))
+    memo: dict[str, str | None] = {}
+
+    def canonical(text) -> str | None:
+        if not isinstance(text, str):
+            return None
+        if text not in memo:
+            value = json.loads(text) if text.strip() else None
+            memo[text] = json.dumps(value, sort_keys=True) if value else None
+        return memo[text]
+
+    return np.array([canonical(t) for t in raw.tolist()], dtype=object)
+
+
+def values_differ(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """Per pair: both tasks state their values and the values differ (a near miss, not a copy)."""
+    if not len(pairs):
+        return np.zeros(0, dtype=bool)
+    a, b = values[pairs[:, 0]], values[pairs[:, 1]]
+    return np.array([x is not None and y is not None and x != y for x, y in zip(a.tolist(), b.tolist(), strict=True)], dtype=bool)
+
+
 def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, texts: np.ndarray,
                       max_group: int) -> np.ndarray:
     """All pairs among ``idx`` with identical calls and family (groups larger than ``max_group``
@@ -247,6 +280,8 @@ def near_duplicate_marks(
     low_score[lexical] = low_j[lexical]
     low_score[meaning(low)] = 1.0
     pairs, score = np.concatenate([pairs, low]), np.concatenate([score, low_score])
+    passing = np.flatnonzero(score >= config.threshold)  # few: stated values are compared on these only
+    score[passing[values_differ(_stated_values(episodes), pairs[passing])]] = 0.0
     hits = pairs[score >= config.threshold]
     best_score = np.zeros(len(episodes))
     if len(hits):
@@ -288,7 +323,8 @@ def near_duplicate_marks(
     return marks[~anchor].reset_index(drop=True) if anchor.any() else marks
 
 
-_PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "family", "instruction", "success", "difficulty", "n_steps"]
+_PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "family", "instruction", "success", "difficulty", "n_steps",
+                  "task_values"]
 
 
 def near_duplicate_marks_with_history(
@@ -308,9 +344,9 @@ def near_duplicate_marks_with_history(
     A member of a cluster that holds an earlier episode is a near duplicate of it.
     Marks come back in the order of ``episodes``."""
     prior_keep = ~prior_episodes["episode_id"].isin(episodes["episode_id"]).to_numpy()
-    pe = prior_episodes.loc[prior_keep, _PRIOR_COLUMNS]
+    pe = prior_episodes.loc[prior_keep].reindex(columns=_PRIOR_COLUMNS)
     ps_mask = prior_steps["episode_id"].isin(pe["episode_id"]).to_numpy()
-    all_ep = pd.concat([episodes[_PRIOR_COLUMNS].assign(_anchor=False, _eligible=eligible),
+    all_ep = pd.concat([episodes.reindex(columns=_PRIOR_COLUMNS).assign(_anchor=False, _eligible=eligible),
                         pe.assign(_anchor=True, _eligible=True)], ignore_index=True)
     all_ep = all_ep.sort_values("episode_id", kind="stable").reset_index(drop=True)
     all_steps = pd.concat([

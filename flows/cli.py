@@ -387,7 +387,8 @@ def import_(
                      "Protocol trajectories)."),
     ] = "openai-chat",
     scorer: Annotated[
-        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward (default: the first).")
+        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward; otel: the evaluation "
+                                          "(gen_ai.evaluation.name) whose score is (default: the first).")
     ] = None,
     tools: Annotated[
         Path | None,

@@ -78,11 +78,11 @@ def read_tool_schemas(path: Path) -> dict[str, dict]:
 
 def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
-    ``scorer`` picks the score an Inspect log's reward comes from (default: its first scorer).
 
     Tool schemas: a record's own ``tools``, else those of ``tools_path``; a called tool that neither
     describes gets a schema inferred from the arguments of every call to it in the file.
-    ``scorer`` picks the score an Inspect log's reward comes from (default: its first scorer)."""
+    ``scorer`` picks the score the reward comes from: an Inspect log's scorer, an OpenTelemetry trace's
+    evaluation (``gen_ai.evaluation.name``); default the first."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if not path.is_file():

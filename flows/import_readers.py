@@ -53,6 +53,6 @@ READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
     "openai-chat": lambda path, scorer: read_records(path),
     "inspect": read_inspect,
     "tau2": lambda path, scorer: tau2.records(_one_json(path), str(path)),
-    "otel": lambda path, scorer: otel.records(read_records(path), str(path)),
+    "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
     "adp": lambda path, scorer: adp.records(read_records(path)),
 }

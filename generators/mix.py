@@ -2,7 +2,9 @@
 
 - Learning: weight by learnability p(1-p), scaled so p = 1/2 weighs 1, never below a floor.
 - Mastered (high rate over several batches): up a difficulty level where there is one, else
-  down to a keep-alive share (enough to notice forgetting).
+  down to a keep-alive share (enough to notice forgetting). A high rate in fewer batches
+  probes the next level up while that level is unmeasured (cheap to undo: failing there
+  brings the family back down).
 - Failing: down a level where there is one; at the lowest level, a failure curriculum
   rather than more of the same: a smaller share drawn from the family's easier variants.
 - Too little evidence, or none: explore at full weight, said as such.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from generators.competence import Competence, capability_competence
+from generators.competence import MASTERED, MASTERED_BATCHES, Competence, capability_competence
 
 FLOOR = 0.15  # the least a family still being learned gets
 KEEP_ALIVE = 0.1  # a family mastered at its hardest level
@@ -80,6 +82,10 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
         return FamilyMix(fam, KEEP_ALIVE, level,
                          f"mastered the hardest level ({seen}, {c.mastered_batches} batches): keep-alive share",
                          competence=seen)
+    if c.zone == "learning" and c.mean >= MASTERED and level < top and _unknown(table.get((fam, level + 1))):
+        return FamilyMix(fam, 1.0, level + 1,
+                         f"looks mastered at level {level} ({seen}) but not yet over {MASTERED_BATCHES} batches: "
+                         f"probe level {level + 1}", competence=seen)
     if c.zone == "failing" and level > 1:
         return FamilyMix(fam, 1.0, level - 1, f"failing level {level} ({seen}): down to level {level - 1}",
                          competence=seen)
@@ -91,6 +97,10 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
                          curriculum="failure", variants=easy, competence=seen)
     w = learnability(c.mean)
     return FamilyMix(fam, w, level, f"learning at level {level} ({seen}): learnability {w:.2f}", competence=seen)
+
+
+def _unknown(c: Competence | None) -> bool:
+    return c is None or c.zone in ("unexplored", "uncertain")
 
 
 def decision_level(fam: str, levels: list[int], table: dict[tuple, Competence]) -> int:

@@ -95,6 +95,20 @@ def test_mastered_moves_up_a_level_then_keeps_a_share_at_the_top():
     assert mix["F03"].weight == pytest.approx(learnability(table_mean(records, "F03")))
 
 
+def test_a_high_rate_in_one_batch_probes_the_level_above_until_it_is_measured():
+    one = batch("b1", 0, {("F01", 1): rate(19)})
+    (f01,) = next_mix(["F01"], competence_table(one), base_difficulty=1, max_difficulty=MAXIMA)
+    assert f01.difficulty == 2 and f01.weight == 1.0 and "probe level 2" in f01.reason
+    # measured and failing up there: back to level 1 and learning it, no second probe
+    probed = one + batch("b2", 1, {("F01", 2): rate(1)})
+    (f01,) = next_mix(["F01"], competence_table(probed), base_difficulty=1, max_difficulty=MAXIMA)
+    assert f01.difficulty == 1 and "learning at level 1" in f01.reason
+    # a high rate well short of mastery's threshold is not a probe
+    (f01,) = next_mix(["F01"], competence_table(batch("b1", 0, {("F01", 1): rate(15)})), base_difficulty=1,
+                      max_difficulty=MAXIMA)
+    assert f01.difficulty == 1
+
+
 def table_mean(records, fam):
     return competence_table(records)[(fam, 1)].mean
 

@@ -21,19 +21,19 @@ def collected(tmp_path_factory):
     return store, got, victim
 
 
-def _load(out, manifest):
-    # one split at a time, as a trainer loads its train file: each split's rows carry the
-    # argument objects of their own tools, which datasets infers per file
-    files = {m["split"]: str(out / name) for name, m in manifest["files"].items()}
-    return datasets.DatasetDict({split: datasets.load_dataset("json", data_files=path, split="train")
-                                 for split, path in files.items()})
-
-
 def test_rows_load_with_datasets_in_trls_tool_calling_shape(collected, tmp_path):
     store, got, _ = collected
     rows, manifest = export_rows(store, tmp_path, "trl", approve(store))
-    ds = _load(tmp_path, manifest)
-    assert sum(len(ds[s]) for s in ds) == len(rows) == sum(f["rows"] for f in manifest["files"].values())
+    # every split in one call: the export's dataset card names the files and declares one schema
+    ds = datasets.load_dataset(str(tmp_path))
+    assert set(ds) == {m["split"] for m in manifest["files"].values() if m["split"]} and len(ds) > 1
+    assert manifest["files"]["README.md"]["split"] is None
+    for split in ds:  # not what datasets would infer file by file (structs of each file's own argument keys)
+        assert ds[split].features == datasets.Features({"prompt": datasets.List(datasets.Json()),
+                                                        "completion": datasets.List(datasets.Json()),
+                                                        "tools": datasets.List(datasets.Json()),
+                                                        "metadata": datasets.Json()})
+    assert sum(len(ds[s]) for s in ds) == len(rows) == sum(f["rows"] or 0 for f in manifest["files"].values())
     assert len({r["metadata"]["episode_id"] for r in rows}) == sum(manifest["splits"].values())  # splits count episodes
     row = ds["train"][0]
     assert set(ds["train"].column_names) == {"prompt", "completion", "tools", "metadata"}

@@ -18,6 +18,7 @@ from curation.selection import sound_reason
 from flows.export_cmd import export, export_release
 from review_app import decisions, release
 from review_app.data import Overlap
+from review_app.final import final_decisions
 from tests.conftest import cli_env, flywheel
 from tests.curation_data import build_round
 from tests.review_fixtures import make_accounts
@@ -70,6 +71,13 @@ def world(built):
         s.commit()
 
 
+def _export(store, out, **kw):
+    """An export as the tests' reviewers decide it: one reviewer settles an episode. Under the
+    default overlap a tenth of the episodes wait for a second reviewer, so a single decision on
+    one of those would be ``partial`` and silently count for nothing."""
+    return export(store, out, decisions=final_decisions(store, None, OV), **kw)
+
+
 def _episodes(store, round_id=None) -> list[dict]:
     with store.session() as s:
         rounds = [round_id] if round_id else [r.id for r in state.list_rounds(session=s)]
@@ -106,7 +114,7 @@ def test_pairs_never_reject_an_approved_episode_nor_choose_a_rejected_one(world,
     approved, rejected = {failure}, {s1}
     for verified in (True, False):
         out = tmp_path / f"v{verified}"
-        _, manifest = export(store, out, fmt="dpo", include_verified=verified, pairs="both")
+        _, manifest = _export(store, out, fmt="dpo", include_verified=verified, pairs="both")
         rows = _rows(out, manifest)
         assert rows
         for r in rows:
@@ -138,7 +146,7 @@ def _plain(msg: dict) -> str:
 
 def test_step_pairs_share_the_prefix_and_differ_at_the_divergence(world, tmp_path):
     store, round_id = world
-    _, manifest = export(store, tmp_path / "a", fmt="dpo", include_verified=True, pairs="step", scrub=False)
+    _, manifest = _export(store, tmp_path / "a", fmt="dpo", include_verified=True, pairs="step", scrub=False)
     rows = _rows(tmp_path / "a", manifest)
     assert rows and manifest["pairs"]["by_level"] == {"step": len(rows)}
     turns = _turns(store, round_id)
@@ -157,17 +165,25 @@ def test_step_pairs_share_the_prefix_and_differ_at_the_divergence(world, tmp_pat
     # marked wrong earlier but recovered, it still is
     meta = rows[0]["metadata"]
     _decide(store, round_id, meta["chosen_id"], "approve", first_wrong_step=meta["divergence_step"])
-    _, again = export(store, tmp_path / "b", fmt="dpo", include_verified=True, pairs="step", scrub=False)
+    _, again = _export(store, tmp_path / "b", fmt="dpo", include_verified=True, pairs="step", scrub=False)
     key = (meta["chosen_id"], meta["rejected_id"])
     assert key not in {(r["metadata"]["chosen_id"], r["metadata"]["rejected_id"]) for r in _rows(tmp_path / "b", again)}
-    # Not checked after the merge with the near-duplicate changes (see the closing note): an approval
-    # marked wrong earlier but recovered keeps the chosen turn at the divergence.
+    # marked wrong earlier but recovered: only that step gets no loss, so its turn at the divergence
+    # is still chosen (by people now, against the verifier's failure)
+    later = [r["metadata"] for r in rows if r["metadata"]["divergence_step"] > 0]
+    assert later, "no step pair diverges after the first step: the recovered case is not exercised"
+    meta = later[0]
+    _decide(store, round_id, meta["chosen_id"], "approve", first_wrong_step=0, recovered=True)
+    _, third = _export(store, tmp_path / "c", fmt="dpo", include_verified=True, pairs="step", scrub=False)
+    got = {(r["metadata"]["chosen_id"], r["metadata"]["rejected_id"]): r["metadata"]["source"]
+           for r in _rows(tmp_path / "c", third)}
+    assert got.get((meta["chosen_id"], meta["rejected_id"])) == "verifier"  # chosen by people, rejected by the verifier
 
 
 def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     store, round_id = world
     eps = [e for e in _episodes(store, round_id) if _trainable(e)]
-    _, manifest = export(store, tmp_path / "none", fmt="rl", include_verified=False)
+    _, manifest = _export(store, tmp_path / "none", fmt="rl", include_verified=False)
     assert manifest["files"] == {} and manifest["excluded"]["no_approved_rollout"] > 0
     first, second = eps[0], next(e for e in eps if e["task_id"] != eps[0]["task_id"])
     _decide(store, round_id, first["episode_id"], "approve")
@@ -180,9 +196,9 @@ def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     assert manifest["release"]["id"] == rel.id and sum(manifest["splits"].values()) == 1
     assert manifest["tasks_in"] == 1 + sum(manifest["excluded"].values())
     # --verified: the tasks of the same episodes the SFT export takes, by the same rule
-    _, sft = export(store, tmp_path / "sft", fmt="openai", include_verified=True)
+    _, sft = _export(store, tmp_path / "sft", fmt="openai", include_verified=True)
     out = tmp_path / "ver"
-    _, manifest = export(store, out, fmt="rl", include_verified=True)
+    _, manifest = _export(store, out, fmt="rl", include_verified=True)
     rows = _rows(out, manifest)
     assert {r["task_id"] for r in rows} == {r["metadata"]["task_id"] for r in _rows(tmp_path / "sft", sft)}
     # scrubbed, and the manifest counts exactly the placeholders in the file
@@ -194,7 +210,7 @@ def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     for r in rows:  # instruction and spec agree on placeholders; ids are left alone
         assert r["task_spec"]["instruction"] == r["instruction"] and r["task_spec"]["task_id"] == r["task_id"]
     # --round: only that round's tasks (the challenge round's are not even seen)
-    _, one = export(store, tmp_path / "one", fmt="rl", include_verified=True, round_ids=[round_id])
+    _, one = _export(store, tmp_path / "one", fmt="rl", include_verified=True, round_ids=[round_id])
     n_tasks = store.duck([round_id]).execute("SELECT count(DISTINCT task_id) FROM episodes").fetchone()[0]
     def challenge_tasks(rounds=None) -> int:
         return store.duck(rounds).execute(
@@ -203,7 +219,7 @@ def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     assert one["tasks_in"] == n_tasks
     assert one["excluded"].get("held_out_split", 0) == challenge_tasks([round_id])
     assert manifest["excluded"]["held_out_split"] == challenge_tasks() > challenge_tasks([round_id])
-    _, plain = export(store, tmp_path / "plain", fmt="rl", include_verified=True, scrub=False)
+    _, plain = _export(store, tmp_path / "plain", fmt="rl", include_verified=True, scrub=False)
     assert plain["pii_replacements"] == "scrubbing off"
     assert re.search(r"555-01\d\d", "".join((tmp_path / "plain" / n).read_text() for n in plain["files"]))
 
@@ -218,7 +234,7 @@ def test_manifests_count_every_left_out_episode_and_never_write_the_challenge_sp
     _decide(store, round_id, dup["episode_id"], "approve")
     _decide(store, challenge[0]["round_id"], challenge[0]["episode_id"], "approve")
     out = tmp_path / fmt
-    result, manifest = export(store, out, fmt=fmt, include_verified=True)
+    result, manifest = _export(store, out, fmt=fmt, include_verified=True)
     assert not any(".challenge." in name for name in manifest["files"]) and "challenge" not in manifest["splits"]
     assert not [p for p in out.iterdir() if "challenge" in p.name]
     unit = "tasks" if fmt == "rl" else "episodes"
@@ -246,7 +262,7 @@ def test_the_export_command_warns_once_about_approved_episodes_left_out(world, t
     for e in dups:
         _decide(store, round_id, e["episode_id"], "approve")
     res = flywheel("export", "--format", "openai", "--out", str(tmp_path / "x"), "--data-dir", str(store.data_dir),
-                   env=cli_env(None), cwd=tmp_path)
+                   env=cli_env(None, FLYWHEEL_REVIEW_OVERLAP="0"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     warnings = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and f"{len(dups)} approved episode(s) left out" in warnings[0]

@@ -99,3 +99,38 @@ def test_cli_imports_adp_and_exports_it(tmp_path):
     proc = flywheel("export", "--format", "adp", "--verified", "--out", str(tmp_path / "out"), env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "adp.manifest.json").exists()
+
+
+def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):
+    # ADP: the agent's text answered by the environment's notice (tests/data/adp/invalid_reply.jsonl)
+    store, summary = import_file(tmp_path / "d", DATA / "adp" / "invalid_reply.jsonl", "adp")
+    assert summary.imported == 2 and not summary.skipped
+    other = facts(store)[("alarm-off-2", 0)]["steps"]  # another producer's notice: the environment's own words
+    assert [s[:2] for s in other] == [("invalid", ""), ("tool_call", "alarms_list"), ("ask_user", "ask_user"),
+                                      ("finish", "finish")]
+    assert other[0][5] == {"code": "INVALID_ACTION", "message": "Invalid action: no tool call found in the reply."}
+    ep = facts(store)[("alarm-off", 0)]
+    notice = {"code": "INVALID_ACTION", "message": "the reply was text where a tool call was required"}
+    assert ep["steps"][0] == ("invalid", "", "", {}, False, notice)  # not a question to the user
+    assert [s[:3] for s in ep["steps"][1:]] == [("tool_call", "alarms_list", "call_a1"),
+                                                ("tool_call", "alarms_update", "call_a2"), ("finish", "finish", "call_a3")]
+    assert ep["wrong"] == [0]
+    # exported again it is the same message action and notice, and a second import gives the same step
+    rows, _ = export_rows(store, tmp_path / "out", "adp", approve(store), scrub=False)
+    [row] = [r for r in rows if r["details"]["task_id"] == "alarm-off"]
+    Trajectory.model_validate(row)
+    assert [(c["class_"], c.get("source")) for c in row["content"][1:3]] == [("message_action", None),
+                                                                            ("text_observation", "environment")]
+    assert row["content"][1]["content"] == "alarms_list()" and row["content"][2]["content"].endswith(notice["message"])
+    src = tmp_path / "again.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    again, _ = import_file(tmp_path / "again", src, "adp")
+    assert facts(again)[("alarm-off", 0)]["steps"] == ep["steps"]
+    # the chat exports write the same reply and notice as an assistant turn and a "[harness] ..." user turn
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "Turn off the 7:00 alarm."}, {"role": "assistant", "content": "alarms_list()"},
+        {"role": "user", "content": "[harness] " + notice["message"]},
+        {"role": "assistant", "content": "Done."}], "task": {"task_id": "chat-alarm"}}) + "\n")
+    store, _ = import_file(tmp_path / "chat", chat, "openai-chat")
+    assert [s[0] for s in facts(store)[("chat-alarm", 0)]["steps"]] == ["invalid", "finish"]

@@ -71,3 +71,37 @@ def test_cli_import_reports_the_trace_without_content(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Imported 1 episodes" in proc.stdout
     assert "trace 5b8efff798038103d269b633813fc60c: skipped: no message content" in proc.stderr
+
+
+EVENTS = DATA / "otel" / "events.jsonl"
+
+
+def test_the_event_form_imports_its_messages_and_scores(tmp_path):
+    store, summary = import_file(tmp_path / "d", EVENTS, "otel")
+    assert summary.imported == 2 and not summary.skipped
+    got = facts(store)
+    bob, dnd = got[("otel:conv-bob", 0)], got[("otel:7c1f0bd29e3e4f0aa6b1c0a1d2e3f405", 0)]
+    # the details event (a log record) holds the messages the chat span lacks
+    assert [s[:4] for s in bob["steps"]] == [
+        ("tool_call", "messages_send", "call_e1", {"to": "Bob", "body": "I'm running late"}),
+        ("finish", "finish", "", {"status": "completed", "summary": "Sent: Bob knows you're running late."})]
+    assert bob["steps"][0][5] == {"status": "sent"}
+    assert [s[:3] for s in dnd["steps"]] == [("tool_call", "device_set_do_not_disturb", "call_e2"),
+                                             ("finish", "finish", "")]
+    # scores: the first evaluation is the reward, every one is kept with its attributes
+    assert (bob["reward"], bob["success"], dnd["reward"], dnd["success"]) == (1.0, True, 0.0, False)
+    outcomes = {o.episode_id: o for o in iter_records(store.duck(), "outcomes")}
+    by_task = {e.task_id: outcomes[e.episode_id] for e in iter_records(store.duck(), "episodes")}
+    checks = {r.id: (r.passed, json.loads(r.detail)) for r in by_task["otel:conv-bob"].requirement_results}
+    assert set(checks) == {"evaluation:task_success", "evaluation:politeness"}
+    assert checks["evaluation:task_success"][1]["gen_ai.evaluation.explanation"] == "The message to Bob was sent."
+    assert checks["evaluation:politeness"] == (False, {"event.name": "gen_ai.evaluation.result",
+                                                       "gen_ai.evaluation.name": "politeness",
+                                                       "gen_ai.evaluation.score.value": 0.4,
+                                                       "gen_ai.evaluation.score.label": "curt",
+                                                       "gen_ai.response.id": "chatcmpl-bob-2"})
+    # --scorer picks another evaluation; one the conversation lacks is named, not guessed
+    prepared = prepare_import(EVENTS, "otel", scorer="politeness")
+    assert {r.episode.task_id: r.outcome.progress for r in prepared.episodes.values()} == {"otel:conv-bob": 0.4}
+    assert prepared.summary.skipped == [("trace 7c1f0bd29e3e4f0aa6b1c0a1d2e3f405",
+                                         "no evaluation named 'politeness' (it has task_success)")]

@@ -37,8 +37,18 @@ def test_simulations_become_episodes_with_their_trial_reward_and_breakdown(tmp_p
     assert (won["reward"], won["success"], lost["reward"], lost["success"]) == (1.0, True, 0.0, False)
     outcomes = {o.episode_id: o for o in iter_records(store.duck(), "outcomes")}
     episodes = {e.rollout: e.episode_id for e in iter_records(store.duck(), "episodes")}
-    breakdown = {r.id: (r.passed, json.loads(r.detail)["reward"]) for r in outcomes[episodes[1]].requirement_results}
-    assert breakdown == {"DB": (False, 0.0), "COMMUNICATE": (True, 1.0)}
+    results = {r.id: (r.passed, json.loads(r.detail)) for r in outcomes[episodes[1]].requirement_results}
+    assert {k: (p, d["reward"]) for k, (p, d) in results.items() if k in ("DB", "COMMUNICATE")} == {
+        "DB": (False, 0.0), "COMMUNICATE": (True, 1.0)}
+    # all of reward_info is kept: every check as the source said it, and the whole object
+    source = json.loads(RESULTS.read_text())["simulations"][1]["reward_info"]
+    assert results["reward_info"] == (False, source)
+    assert results["db_check"] == (False, source["db_check"])
+    assert results["env_assertion:0"] == (False, source["env_assertions"][0])
+    assert results["action_check:0"] == (False, source["action_checks"][0])
+    assert results["nl_assertion:0"] == (True, source["nl_assertions"][0])
+    assert results["communicate_check:0"] == (True, source["communicate_checks"][0])
+    assert len(results) == 8
     assert outcomes[episodes[1]].termination == "budget_exhausted" and outcomes[episodes[0]].termination == "finished"
 
 

@@ -240,3 +240,43 @@ def test_wordllama_loads_with_no_network_and_no_home_cache(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("(2, 256)") and not proc.stderr.strip(), proc.stderr
     assert not any(tmp_path.iterdir())  # nothing downloaded or cached under HOME
+
+
+def _near_misses(per_family: int = 60):
+    """Generated tasks of every family with their reference solver's calls: pairs of one wording
+    with other values (near misses) and pairs of one task in another wording (paraphrases)."""
+    writer = TemplateWriter()
+    rows, near_misses, paraphrases = [], [], []
+    for fid in sorted(FAMILIES):
+        fam = get_family(fid)
+        by_template: dict[str, list[str]] = {}
+        for seed in range(per_family):
+            task = fam.make_task(seed, 1 + seed % 3, writer)
+            calls = [(a.tool, a.arguments) for a in fam.reference_actions(task)]
+            eid = f"{fid}-{seed:03d}"
+            rows.append((eid, fid, task.instruction, calls, task.public_params))
+            by_template.setdefault(task.template, []).append((eid, task.public_params))
+            variant = task.template.split(".")[0]
+            other = [t for t in fam.templates if t.startswith(variant + ".") and t != task.template]
+            if other and task.public_params:
+                rows.append((eid + "p", fid, writer.word(fid, other[0], task.public_params), calls, task.public_params))
+                paraphrases.append((eid, eid + "p"))
+        for members in by_template.values():
+            near_misses += [(a, b) for (a, pa), (b, pb) in zip(members, members[1:], strict=False) if pa != pb]
+    episodes, steps = _frames([r[:4] for r in rows])
+    values = {r[0]: json.dumps(r[4]) for r in rows}
+    return episodes.assign(task_values=episodes["episode_id"].map(values)), steps, near_misses, paraphrases
+
+
+def test_real_near_misses_stay_apart_from_what_they_nearly_match():
+    from curation.semantic import wordllama_embed
+
+    episodes, steps, near_misses, paraphrases = _near_misses()
+    # calls and words cannot tell them all apart: a setup with one more setting to change makes four of
+    # the other's five calls, in almost the same words
+    blind = _clusters(episodes.drop(columns="task_values"), steps, wordllama_embed)
+    assert [(a, b) for a, b in near_misses if blind[a] == blind[b]]
+    clusters = _clusters(episodes, steps, wordllama_embed)
+    assert [(a, b) for a, b in near_misses if clusters[a] == clusters[b]] == []
+    found = sum(clusters[a] == clusters[b] for a, b in paraphrases)  # one task in other words still is one
+    assert found == sum(blind[a] == blind[b] for a, b in paraphrases) and found / len(paraphrases) >= 0.95

@@ -10,6 +10,12 @@ TRL has no per-message weight, so an episode is split at its masked turns: each 
 turns and their results included). Train with ``completion_only_loss=True`` (the default for
 prompt/completion data); with ``assistant_only_loss=True`` as well (a chat template with
 ``{% generation %}`` markers), tool results inside a completion do not train either. Agent turns after the last trainable one appear in no row.
+
+Tool-call arguments stay objects, as TRL and transformers' chat templates take them (some templates
+need objects; a JSON string would be rendered as a string). Objects of different keys in different
+files are what ``datasets`` cannot unify on its own, so the export carries a dataset card
+(``README.md``) that names each split's file and declares every column as ``datasets``' ``Json``
+feature: ``datasets.load_dataset(EXPORT_DIR)`` loads all splits in one call, with one schema.
 """
 
 from __future__ import annotations
@@ -65,3 +71,21 @@ def trl_rows(turns: list[tuple[dict[str, Any], int | None]], masked: set[int], m
         i += 1
     emit(start, len(msgs))
     return rows
+
+
+# every column as datasets' Json feature: messages and tool schemas vary in shape from row to row
+_FEATURES = (("prompt", "list"), ("completion", "list"), ("tools", "list"), ("metadata", "dtype"))
+
+
+def dataset_card(files_by_split: dict[str, str]) -> str:
+    """The export's ``README.md``: a dataset card whose YAML header lists each split's file and the
+    features, so ``datasets.load_dataset`` on the export directory reads every split with one schema."""
+    lines = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for split, name in files_by_split.items():
+        lines += [f"  - split: {split}", f"    path: {json.dumps(name)}"]
+    lines += ["dataset_info:", "  features:"]
+    lines += [f"  - name: {column}\n    {kind}: json" for column, kind in _FEATURES]
+    lines += ["---", "", "TRL prompt/completion rows for tool calling, written by agent-flywheel "
+              "(`flywheel export --format trl`).", "", "```python", "import datasets",
+              'ds = datasets.load_dataset("path/to/this/folder")  # every split, one schema', "```", ""]
+    return "\n".join(lines)

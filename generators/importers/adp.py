@@ -5,7 +5,10 @@
 is the agent's text), ``code_action`` a call of ``execute_code`` with its language and code,
 ``message_action`` the agent's text; ``text_observation`` from the user or system is a turn of
 theirs, and with a ``tool_call_id`` (or right after an action without one, as ADP 1.2 allowed)
-the result of that call. ``details`` may carry the episode's ``reward`` (else the sum of the
+the result of that call. A ``message_action`` answered by the environment rather than the user (an
+observation from ``environment`` with no ``tool_call_id``, as our export writes an invalid reply
+and the harness's notice) was no action: it comes back as the invalid step it was, with the notice
+as its error, not as a question to the user. ``details`` may carry the episode's ``reward`` (else the sum of the
 per-step rewards, when any), ``rollout``, ``task_id`` and the ``masked_steps`` our ADP export
 writes. Shapes as in ADP's published schema (tests/data/adp/SOURCE.md).
 """
@@ -15,6 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
+
+
+def _harness_notice(item: Any) -> bool:
+    """An environment observation that answers no call (our export's notice after an invalid reply)."""
+    return (isinstance(item, dict) and item.get("class_") == "text_observation" and item.get("source") == "environment"
+            and not item.get("tool_call_id"))
 
 
 def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
@@ -36,8 +45,15 @@ def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
             out.append({"role": "assistant", "content": item.get("description") or "", "tool_calls": [call]})
             open_call = call_id
         elif kind == "message_action":
-            out.append({"role": "assistant", "content": str(item.get("content") or "")})
+            msg = {"role": "assistant", "content": str(item.get("content") or "")}
+            nxt = content[i + 1] if i + 1 < len(content) else None
+            if _harness_notice(nxt):  # the environment, not the user, answered the agent's text: it was no action
+                notice = str(nxt.get("content") or "").removeprefix("[harness] ")
+                msg["invalid"] = {"code": "INVALID_ACTION", "message": notice}
+            out.append(msg)
             open_call = None
+        elif kind == "text_observation" and _harness_notice(item) and out and out[-1].get("invalid"):
+            continue  # the notice of the invalid reply just before, kept with it
         elif kind in ("text_observation", "image_observation", "web_observation"):
             text = item.get("content") if kind == "text_observation" else item.get("axtree") or item.get("html") or ""
             call_id = item.get("tool_call_id") or (open_call if item.get("source") != "user" else None)

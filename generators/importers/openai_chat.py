@@ -8,7 +8,8 @@ same conversation imported twice is the same episode.
 
 Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
 trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
-per-requirement results), ``masked_steps`` (step indices left out of training: labelled wrong,
+per-requirement results), ``reward_checks`` ([{id, passed, detail}]: the source's own checks, each kept
+whole as a per-requirement result with its detail as JSON), ``masked_steps`` (step indices left out of training: labelled wrong,
 so curation masks them again) and ``termination`` (why an unfinished conversation stopped).
 """
 
@@ -77,6 +78,21 @@ def _text(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+HARNESS = "[harness] "  # how our chat exports tell the agent its reply was not an action
+
+
+def _invalid_reply(msg: dict[str, Any], after: Any) -> ToolError | None:
+    """Why an assistant turn was not an action, or None: the turn names it (``invalid``: {code, message}, as
+    the ADP importer writes it), or, as our chat exports write it, the next turn is the harness's notice."""
+    if msg.get("tool_calls"):
+        return None
+    if isinstance(msg.get("invalid"), dict):
+        return _tool_error(msg["invalid"])
+    if isinstance(after, dict) and after.get("role") == "user" and _text(after).startswith(HARNESS):
+        return ToolError(code="INVALID_ACTION", message=_text(after).removeprefix(HARNESS))
+    return None
+
+
 def _steps(eid: str, messages: list[Any]) -> list[Step]:
     steps: list[Step] = []
     pending: dict[str, int] = {}  # call id -> index of its step, until its result arrives
@@ -89,6 +105,11 @@ def _steps(eid: str, messages: list[Any]) -> list[Step]:
             if not isinstance(calls, list):
                 raise MalformedRecord(f"message {i}: tool_calls is not a list")
             text = _text(msg)
+            invalid = _invalid_reply(msg, messages[i + 1] if i + 1 < len(messages) else None)
+            if invalid is not None:  # a reply that was no action: kept as the invalid step it was
+                steps.append(Step(episode_id=eid, index=len(steps), action=Action(kind="invalid", text=text, raw=text),
+                                  feedback=Feedback(ok=False, error=invalid), verification=Verification(label="invalid_call")))
+                continue
             for call in calls:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
@@ -109,7 +130,8 @@ def _steps(eid: str, messages: list[Any]) -> list[Step]:
                                   verification=Verification(label="invalid_call" if action.kind == "invalid" else "ok")))
                 text = ""  # the text goes with the first call of the message
             if not calls:
-                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"), None)
+                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"
+                                   and not _text(m).startswith(HARNESS)), None)
                 agent_again = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages[i + 1:])
                 if later_user is not None and agent_again:  # text to the user, answered, the agent goes on: a question
                     action = Action(kind="ask_user", tool="ask_user", arguments={"question": text})
@@ -158,7 +180,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
         success=value["success"] if isinstance(value.get("success"), bool) else (None if reward is None else progress >= 0.5),
         progress=max(0.0, min(1.0, progress)),
         steps=len(steps), tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
-        requirement_results=_breakdown(value.get("reward_breakdown")),
+        requirement_results=_breakdown(value.get("reward_breakdown")) + _checks(value.get("reward_checks")),
     )
     episode = Episode(
         episode_id=eid, task_id=str(task_key), family=family, template=template, instruction=instruction,
@@ -191,6 +213,17 @@ def _breakdown(value: Any) -> list[RequirementResult]:
         raise MalformedRecord("reward_breakdown must map names to numbers")
     return [RequirementResult(id=str(k), passed=float(v) >= 1.0, detail=json.dumps({"reward": v}))
             for k, v in value.items()]
+
+
+def _checks(value: Any) -> list[RequirementResult]:
+    """The source's own checks ([{id, passed, detail}]) as per-requirement results, each detail kept whole."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                              and isinstance(c.get("passed"), bool) for c in value):
+        raise MalformedRecord("reward_checks must be a list of {id, passed, detail}")
+    return [RequirementResult(id=c["id"], passed=c["passed"], detail=json.dumps(c.get("detail"), ensure_ascii=False))
+            for c in value]
 
 
 def _mark_masked(steps: list[Step], masked: Any) -> None:

@@ -9,6 +9,15 @@ inference span (``gen_ai.input.messages``) plus that span's first output message
 (``gen_ai.tool.call.result``) and failure (span status ERROR or ``error.type``).
 ``gen_ai.tool.definitions`` become the task's tool schemas. Message content is opt-in in the
 conventions, so a conversation without it is reported as malformed, never guessed.
+
+The conventions' events are read too, as span events (``spans[].events[]``) or as log records
+(``resourceLogs[].scopeLogs[].logRecords[]`` named by ``eventName`` or an ``event.name``
+attribute): a ``gen_ai.client.inference.operation.details`` event carries the same message
+attributes as an inference span and counts as one, in the trace of the span it belongs to.
+``gen_ai.evaluation.result`` events are the scores: each is kept as a per-requirement result
+(``evaluation:<gen_ai.evaluation.name>``, its attributes as detail), and the chosen one's
+``gen_ai.evaluation.score.value`` (``--scorer NAME``; default the first in time) is the reward.
+An evaluation finds its conversation by its trace or, without one, by ``gen_ai.response.id``.
 Shapes as in the GenAI semantic conventions and OTLP's JSON encoding (tests/data/otel/SOURCE.md).
 """
 
@@ -40,13 +49,36 @@ def _value(v: Any) -> Any:
     return None
 
 
+DETAILS = "gen_ai.client.inference.operation.details"
+EVALUATION = "gen_ai.evaluation.result"
+
+
+def _attrs(item: dict[str, Any]) -> dict[str, Any]:
+    return {a.get("key"): _value(a.get("value")) for a in item.get("attributes") or []}
+
+
 def _spans(export: Any) -> list[dict[str, Any]]:
+    """The spans of one OTLP export, and its GenAI events (span events and log records) as span-like
+    records with their ``event`` name, their time as ``startTimeUnixNano`` and their span's trace."""
     out = []
     for rs in export.get("resourceSpans") or []:
         for ss in rs.get("scopeSpans") or []:
             for span in ss.get("spans") or []:
-                attrs = {a.get("key"): _value(a.get("value")) for a in span.get("attributes") or []}
-                out.append({**span, "traceId": str(span.get("traceId") or ""), "attrs": attrs})
+                trace = str(span.get("traceId") or "")
+                out.append({**span, "traceId": trace, "attrs": _attrs(span)})
+                for ev in span.get("events") or []:
+                    if ev.get("name") in (DETAILS, EVALUATION):
+                        out.append({"traceId": trace, "spanId": span.get("spanId"), "event": ev["name"],
+                                    "startTimeUnixNano": ev.get("timeUnixNano") or 0, "attrs": _attrs(ev)})
+    for rl in export.get("resourceLogs") or []:
+        for sl in rl.get("scopeLogs") or []:
+            for rec in sl.get("logRecords") or []:
+                attrs = _attrs(rec)
+                name = rec.get("eventName") or attrs.get("event.name")
+                if name in (DETAILS, EVALUATION):
+                    out.append({"traceId": str(rec.get("traceId") or ""), "spanId": rec.get("spanId"), "event": name,
+                                "startTimeUnixNano": rec.get("timeUnixNano") or rec.get("observedTimeUnixNano") or 0,
+                                "attrs": attrs})
     return out
 
 
@@ -119,8 +151,35 @@ def _tools(defs: Any) -> list[dict[str, Any]] | None:
     return out or None
 
 
-def _conversation(key: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
+def _scores(evaluations: list[dict[str, Any]], scorer: str | None) -> tuple[float | None, list[dict[str, Any]]]:
+    """(the chosen evaluation's score value, every evaluation as a {id, passed, detail} check)."""
+    checks, values = [], {}
+    for ev in evaluations:
+        a = ev["attrs"]
+        name = a.get("gen_ai.evaluation.name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("a gen_ai.evaluation.result event without gen_ai.evaluation.name")
+        value = a.get("gen_ai.evaluation.score.value")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            values.setdefault(name, float(value))
+            passed = float(value) >= 0.5
+        else:
+            passed = str(a.get("gen_ai.evaluation.score.label") or "").lower() in ("pass", "passed", "correct", "true")
+        checks.append({"id": f"evaluation:{name}", "passed": passed, "detail": a})
+    if not checks:
+        if scorer:
+            raise ValueError(f"no gen_ai.evaluation.result event, so no score from scorer {scorer!r}")
+        return None, []
+    name = scorer or checks[0]["id"].removeprefix("evaluation:")
+    if name not in {c["id"].removeprefix("evaluation:") for c in checks}:
+        raise ValueError(f"no evaluation named {name!r} (it has {', '.join(c['id'][11:] for c in checks)})")
+    return values.get(name), checks
+
+
+def _conversation(key: str, spans: list[dict[str, Any]], scorer: str | None = None) -> dict[str, Any]:
     spans = sorted(spans, key=lambda s: int(s.get("startTimeUnixNano") or 0))
+    reward, checks = _scores([s for s in spans if s.get("event") == EVALUATION], scorer)
+    spans = [s for s in spans if s.get("event") != EVALUATION]
     chats = [s for s in spans if "gen_ai.input.messages" in s["attrs"] and "gen_ai.output.messages" in s["attrs"]]
     if not chats:
         raise ValueError("no message content (gen_ai.input.messages / gen_ai.output.messages are opt-in: "
@@ -141,35 +200,52 @@ def _conversation(key: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
     tools = _tools(defs)
     if tools:
         value["tools"] = tools
+    if checks:
+        value |= {"reward": reward, "reward_checks": checks}
     return value
 
 
-def records(exports: list[Any], name: str) -> list[Parsed]:
-    """One chat record per conversation in the file ``name``'s parsed records (or the reason it cannot be one)."""
+def records(exports: list[Any], name: str, scorer: str | None = None) -> list[Parsed]:
+    """One chat record per conversation in the file ``name``'s parsed records (or the reason it cannot be one);
+    ``scorer``: the evaluation whose score is the reward (default: the first)."""
     spans: list[dict[str, Any]] = []
     bad: list[Any] = []
     for rec in exports:
         if rec.problem:
             bad.append(rec)
-        elif isinstance(rec.value, dict) and "resourceSpans" in rec.value:
+        elif isinstance(rec.value, dict) and ("resourceSpans" in rec.value or "resourceLogs" in rec.value):
             try:
                 spans += _spans(rec.value)
             except BAD_SHAPE as exc:
                 bad.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
         else:
-            bad.append(Parsed(rec.where, rec.number, None, "not an OTLP trace export (no resourceSpans)"))
+            bad.append(Parsed(rec.where, rec.number, None, "not an OTLP export (no resourceSpans or resourceLogs)"))
     if not spans and not bad:
         raise InputError(f"{name}: no spans (expected OTLP JSON with resourceSpans)")
     conv_of_trace = {s.get("traceId"): s["attrs"]["gen_ai.conversation.id"] for s in spans
                      if s["attrs"].get("gen_ai.conversation.id")}
+
+    def group_of(s: dict[str, Any]) -> str:
+        conv = s["attrs"].get("gen_ai.conversation.id") or conv_of_trace.get(s.get("traceId"))
+        return f"conversation {conv}" if conv else f"trace {s.get('traceId')}"
+
+    by_response = {s["attrs"]["gen_ai.response.id"]: group_of(s) for s in spans
+                   if s.get("event") != EVALUATION and s["attrs"].get("gen_ai.response.id")}
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in spans:
-        conv = s["attrs"].get("gen_ai.conversation.id") or conv_of_trace.get(s.get("traceId"))
-        groups[f"conversation {conv}" if conv else f"trace {s.get('traceId')}"].append(s)
+        if s.get("event") == EVALUATION and not s.get("traceId"):  # no trace: the response it evaluated
+            key = by_response.get(s["attrs"].get("gen_ai.response.id"))
+            if key is None:
+                bad.append(Parsed(f"evaluation {s['attrs'].get('gen_ai.evaluation.name')!r}", 0, None,
+                                  "evaluates no response in the file (no trace, unknown gen_ai.response.id)"))
+                continue
+            groups[key].append(s)
+        else:
+            groups[group_of(s)].append(s)
     out = list(bad)
     for n, (where, group) in enumerate(groups.items(), start=1):
         try:
-            out.append(Parsed(where, n, _conversation(where.split(" ", 1)[1], group)))
+            out.append(Parsed(where, n, _conversation(where.split(" ", 1)[1], group, scorer)))
         except BAD_SHAPE as exc:
             out.append(Parsed(where, n, None, problem_of(exc)))
     return out

@@ -6,7 +6,10 @@
 
 The agent's steps are its own: calls a simulated user made (``requestor: user``) and their
 results are left out. The user's closing turn (its stop signal) is dropped, so the agent's last
-answer is the episode's finish. The reward breakdown becomes per-requirement results.
+answer is the episode's finish. All of ``reward_info`` is kept in the outcome's per-requirement
+results: its breakdown (one result per reward basis), each check it holds (the database check, every
+environment assertion, action check, natural-language assertion and communicate check, passed as
+the check says, the check itself as detail) and the whole object as ``reward_info``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,27 @@ def _messages(sim: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# RewardInfo's lists of checks: (key, id prefix, what says it passed)
+_CHECK_LISTS = (("env_assertions", "env_assertion", "met"), ("action_checks", "action_check", "action_match"),
+                ("nl_assertions", "nl_assertion", "met"), ("communicate_checks", "communicate_check", "met"))
+
+
+def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every check of a ``RewardInfo`` as {id, passed, detail}, then the whole object (``reward_info``)."""
+    out = []
+    if isinstance(info.get("db_check"), dict):
+        out.append({"id": "db_check", "passed": bool(info["db_check"].get("db_match")), "detail": info["db_check"]})
+    for key, prefix, passed in _CHECK_LISTS:
+        for n, check in enumerate(info.get(key) or []):
+            if not isinstance(check, dict):
+                raise ValueError(f"reward_info.{key}[{n}] is not an object")
+            out.append({"id": f"{prefix}:{n}", "passed": bool(check.get(passed)), "detail": check})
+    if info:
+        reward = info.get("reward")
+        out.append({"id": "reward_info", "passed": isinstance(reward, int | float) and reward >= 1.0, "detail": info})
+    return out
+
+
 def records(results: Any, name: str) -> list[Parsed]:
     """One chat record per simulation of the results file ``name`` (or the reason it cannot be one)."""
     if not isinstance(results, dict) or not isinstance(results.get("simulations"), list):
@@ -71,6 +95,7 @@ def records(results: Any, name: str) -> list[Parsed]:
         try:
             value = {"messages": _messages(sim), "reward": reward_info.get("reward"),
                      "reward_breakdown": reward_info.get("reward_breakdown") or None,
+                     "reward_checks": reward_checks(reward_info) or None,
                      "rollout": sim.get("trial"), "termination": TERMINATIONS.get(str(sim.get("termination_reason")), "harness_error"), "model": str(agent.get("llm") or ""), "policy": "tau2",
                      "task": {"task_id": f"tau2:{domain}:{sim['task_id']}"}}
         except BAD_SHAPE as exc:
