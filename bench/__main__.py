@@ -40,7 +40,7 @@ BENCHES = [
     Bench("near duplicates", "bench_semantic.py", "5-gram only", "recall > 0.8, 0 false positives", r"^one meaning.*"),
     Bench("label studio", "bench_label_studio.py", "5,000 episodes", "push and pull finish", r"episodes pushed in.*"),
     Bench("flywheel", "bench_flywheel.py", "uniform mix", "<= 0.60 of uniform's rounds",
-          r"competence-aware(?: / uniform rounds: (?P<ratio>[\d.]+))?.*"),
+          r"competence-aware(?: / uniform rounds: (?:< )?(?P<ratio>[\d.]+))?.*"),
 ]
 
 

@@ -26,8 +26,8 @@ from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
 from curation.replay import ReplayFn, replay_hash, replay_marks
 from curation.routing import routing_marks
-from curation.semantic import Embed
 from curation.schema_check import schema_marks
+from curation.semantic import Embed
 from curation.signatures import call_columns, exact_keys
 from warehouse.contract import TaskSpec
 
@@ -57,6 +57,7 @@ class CascadeInput:
     judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
     prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
     embed: Embed | None = None  # instruction embeddings for the semantic near-duplicate step (None: off)
+    curriculum_families: frozenset[str] = frozenset()  # families this round drew for a failure curriculum
 
 
 @dataclass
@@ -130,7 +131,7 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
         verified = ep["success"].fillna(False).to_numpy(dtype=bool)
         disagree = usable & ((judged["mark"] == "judge_pass").to_numpy() != verified)
     out.append(timed("routing", routing_marks, ep, st, heur["passed"].to_numpy(), inp.known_failure_types,
-                     config.review_rate, judges_disagree=disagree))
+                     config.review_rate, judges_disagree=disagree, curriculum_families=inp.curriculum_families))
     marks = pd.concat(out, ignore_index=True)
     return CascadeResult(marks, funnel_from_marks(marks, len(ep)), seconds)
 

@@ -4,7 +4,8 @@ Routed for a reason: the verifier passed an episode the heuristics flagged; a to
 whose spec declares a sensitive side effect (``Tool.sensitive``: spends money, places an
 order, sends to new recipients, deletes, grants a permission) was called; an external import (no replay); a failure type not
 seen in earlier rounds (the first few of each); model judges that disagree with the
-verifier (when judges ran). Plus a stratified random sample of the
+verifier (when judges ran); a family the round drew for a failure curriculum (the model
+fails it at the lowest level: people check or fix those demonstrations first). Plus a stratified random sample of the
 rest: ``rate`` of each (family, success) stratum, at least one each, chosen by a hash
 of the episode id so the sample is stable across reruns.
 """
@@ -35,6 +36,7 @@ def routing_marks(
     rate: float = 0.05,
     *,
     judges_disagree: np.ndarray | None = None,
+    curriculum_families: frozenset[str] = frozenset(),
 ) -> pd.DataFrame:
     """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto."""
     success = episodes["success"].fillna(False).to_numpy(dtype=bool)
@@ -65,6 +67,9 @@ def routing_marks(
         "novel failure type": novel,
         "model judges disagree with the verifier": (
             judges_disagree if judges_disagree is not None else np.zeros(len(eids), dtype=bool)
+        ),
+        "failure curriculum: the model fails this family at the lowest level": (
+            episodes["family"].isin(list(curriculum_families)).to_numpy()
         ),
     }
     for text, mask in rules.items():

@@ -12,6 +12,7 @@ from curation.semantic import wordllama_embed
 from flows.model_setup import engine_config
 from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
+from warehouse import state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -70,7 +71,16 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
         judges=judges_from(settings),
         prior_near=prior_representatives(con, round_id, history) if history else None,
         embed=wordllama_embed if settings is None or settings.curation.near_dup_semantic else None,
+        curriculum_families=failure_curriculum_families(store, round_id),
     )
+
+
+def failure_curriculum_families(store: Store, round_id: str) -> frozenset[str]:
+    """The families the round's plan drew for a failure curriculum (their episodes go to people)."""
+    with store.session() as s:
+        rnd = s.get(state.Round, round_id)
+        curricula = (rnd.plan or {}).get("curricula", {}) if rnd is not None else {}
+    return frozenset(f for f, c in curricula.items() if isinstance(c, dict) and c.get("kind") == "failure")
 
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None) -> dict[str, Any]:

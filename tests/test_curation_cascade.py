@@ -139,6 +139,16 @@ def test_routing_sends_external_and_permission_episodes_and_a_stable_sample():
 
 
 
+def test_routing_sends_a_failure_curriculums_episodes_to_people_and_no_other_family():
+    eps = _episodes([{"episode_id": f"e{i}", "family": "F03" if i < 3 else "F01"} for i in range(6)])
+    steps = _steps([_call(f"e{i}", 0, "contacts_search", {}) for i in range(6)])
+    by = routing_marks(eps, steps, np.ones(6, dtype=bool), set(), rate=0.0,
+                       curriculum_families=frozenset({"F03"})).set_index("episode_id")
+    assert (by.loc[["e0", "e1", "e2"], "mark"] == "needs_review").all()
+    assert by.loc[["e0", "e1", "e2"], "reason"].str.contains("failure curriculum").all()
+    assert not by.loc[["e3", "e4", "e5"], "reason"].str.contains("failure curriculum").any()
+
+
 def test_routing_follows_each_tools_declared_side_effect_not_its_name():
     from generators.phone.tools import TOOLS
 

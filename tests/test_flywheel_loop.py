@@ -76,7 +76,15 @@ def test_three_rounds_with_feedback_move_the_mix_with_reasons(tmp_path, prefect_
     assert mix["F02"]["reason"].startswith("learning at level 3"), mix["F02"]["reason"]
     f02 = [c for c in plan["competence"] if c["family"] == "F02" and c["difficulty"] == 3]
     assert f02 and f02[0]["evidence"] < f02[0]["n"]  # counted, with less weight
+    # A failure curriculum goes to people: the next round's F03 episodes are routed, no other family's.
+    _round(env, tmp_path)
+    routed = store.duck(["r0004"]).execute(
+        "SELECT e.family, m.reason FROM marks m JOIN episodes e USING (episode_id) "
+        "WHERE m.\"check\" = 'routing' AND NOT m.passed").fetchall()
+    assert [r for f, r in routed if f == "F03"], routed
+    assert all("failure curriculum" in r for f, r in routed if f == "F03")
+    assert not [r for f, r in routed if f != "F03" and "failure curriculum" in r]
     # History: competence per family after each of the four batches.
     hist = json.loads(flywheel("status", "--history", "--json", env=env, cwd=tmp_path).stdout)
     assert sorted({h["order"] for h in hist["competence"]}) == [1, 2, 3, 4]
-    assert [r["round_id"] for r in hist["rounds"]] == ["r0001", "r0002", "r0003"]
+    assert [r["round_id"] for r in hist["rounds"]] == ["r0001", "r0002", "r0003", "r0004"]
