@@ -15,8 +15,8 @@ import duckdb
 _MARK_CHECKS = ("schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "routing", "verified")
 
 
-def _rounds_filter(round_ids: list[str]) -> str:
-    return "e.round_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in round_ids) + ")"
+# The rounds are a query parameter (``$rounds``), never spliced into the SQL text.
+_ROUNDS_FILTER = "e.round_id IN (SELECT unnest($rounds::VARCHAR[]))"
 
 
 def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool = False) -> str:
@@ -47,7 +47,7 @@ def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool
         LEFT JOIN outcomes o USING (episode_id)
         LEFT JOIN (SELECT DISTINCT ON (task_id) * FROM tasks) t ON t.task_id = e.task_id
         LEFT JOIN m ON m.episode_id = e.episode_id
-        WHERE {_rounds_filter(round_ids)}
+        WHERE {_ROUNDS_FILTER}
         ORDER BY e.task_id, e.episode_id
     """
 
@@ -58,13 +58,13 @@ def step_sql(round_ids: list[str]) -> str:
                s.action_text, s.action_raw, s.feedback_ok, s.feedback_error, s.feedback_result, s.feedback_notices,
                s.verification_label, s.verification_progress
         FROM steps s JOIN episodes e USING (episode_id)
-        WHERE {_rounds_filter(round_ids)}
+        WHERE {_ROUNDS_FILTER}
         ORDER BY e.task_id, s.episode_id, s."index"
     """
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, batch: int) -> Iterator[dict[str, Any]]:
-    reader = con.cursor().sql(sql).to_arrow_reader(batch)
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, round_ids: list[str], batch: int) -> Iterator[dict[str, Any]]:
+    reader = con.cursor().sql(sql, params={"rounds": list(round_ids)}).to_arrow_reader(batch)
     for rb in reader:
         yield from rb.to_pylist()
 
@@ -73,10 +73,10 @@ def episodes_with_steps(
     con: duckdb.DuckDBPyConnection, round_ids: list[str], batch: int = 4096
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(episode row, its step rows in order), streamed in (task_id, episode_id) order."""
-    steps = _rows(con, step_sql(round_ids), batch)
+    steps = _rows(con, step_sql(round_ids), round_ids, batch)
     pending = next(steps, None)
     sql = episode_sql(round_ids, has_column(con, "tasks", "tool_schemas"), has_column(con, "tasks", "tool_schemas_inferred"))
-    for ep in _rows(con, sql, batch):
+    for ep in _rows(con, sql, round_ids, batch):
         own = []
         while pending is not None and pending["episode_id"] == ep["episode_id"]:
             own.append(pending)
@@ -86,7 +86,7 @@ def episodes_with_steps(
 
 def episode_rows(con: duckdb.DuckDBPyConnection, round_ids: list[str], batch: int = 4096) -> Iterator[dict[str, Any]]:
     """Episode rows (as :func:`episode_sql`) without their steps, in (task_id, episode_id) order."""
-    return _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), batch)
+    return _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), round_ids, batch)
 
 
 def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
@@ -115,7 +115,7 @@ def task_sql(round_ids: list[str]) -> str:
                    avg(o.progress) AS mean_progress, list(DISTINCT e.policy ORDER BY e.policy) AS policies,
                    list(DISTINCT e.round_id ORDER BY e.round_id) AS rounds
             FROM episodes e JOIN outcomes o USING (episode_id)
-            WHERE {_rounds_filter(round_ids)}
+            WHERE {_ROUNDS_FILTER}
             GROUP BY e.task_id
         ) g USING (task_id)
         ORDER BY t.task_id
@@ -123,4 +123,4 @@ def task_sql(round_ids: list[str]) -> str:
 
 
 def task_rows(con: duckdb.DuckDBPyConnection, round_ids: list[str], batch: int = 4096) -> Iterator[dict[str, Any]]:
-    return _rows(con, task_sql(round_ids), batch)
+    return _rows(con, task_sql(round_ids), round_ids, batch)

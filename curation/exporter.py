@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+
+
 class ExportWriter:
     """Streams rows into ``out_dir/{name}.{split}.{jsonl|parquet}``; ``finish`` commits."""
 
@@ -86,6 +90,8 @@ class ExportWriter:
     def _sink(self, split: str) -> _Sink:
         sink = self.sinks.get(split)
         if sink is None:
+            if not _SPLIT_NAME.match(str(split)):  # a split comes from the data; it names a file only if plain
+                raise ValueError(f"split {split!r} cannot name an export file")
             final = self.out_dir / f"{self.name}.{split}.{self.kind}"
             sink = _Sink(tmp=self.out_dir / f".{final.name}.tmp-{os.getpid()}", final=final)
             if self.kind == "jsonl":

@@ -484,7 +484,9 @@ _register_label_studio_commands(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
-    killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"))  # the kill tests' hook; unset in normal runs
+    # the kill and fault tests' hooks; unset in normal runs
+    killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"), os.environ.get("FLYWHEEL_HOLD_AT"),
+                   os.environ.get("FLYWHEEL_HOLD_FILE"))
     try:
         # Without standalone mode click returns a typer.Exit's code instead of raising it.
         code = command.main(args=argv, prog_name="flywheel", standalone_mode=False)

@@ -12,7 +12,7 @@ from curation.semantic import wordllama_embed
 from flows.model_setup import engine_config
 from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -40,7 +40,7 @@ def judges_from(settings: Settings | None) -> list[EngineJudge]:
     c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key,
+    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key.get_secret_value(),
                                                           model=c.judge_model, timeout_s=limits.timeout_s + 5),
                                            engine_config(limits)))
     return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)
@@ -90,5 +90,6 @@ def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settin
         result = run_cascade(inputs, cascade_config(settings))
     finally:
         close_judges(list(inputs.judges))
+    killpoints.reached("curate.marked")
     store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
     return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}

@@ -19,6 +19,7 @@ from generators.collect import run_episode
 from generators.phone.families import get_family
 from generators.policies.scripted import ScriptedPolicy
 from generators.writers.template import TemplateWriter
+from warehouse import killpoints
 from warehouse.contract import EpisodeRecord, FeedbackRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.ids import digest
@@ -94,24 +95,27 @@ def _collect(store: Store, plan: EvalPlan, settings: Settings, jobs: list[tuple[
 
 
 def run_eval(store: Store, settings: Settings, plan: EvalPlan, *, advance=None) -> FeedbackImport:
-    """Collect what is missing of ``plan`` and record its results as one feedback batch."""
-    if plan.batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
-        return FeedbackImport(batch=plan.batch, imported=0, already=True)
-    started = datetime.now(UTC)
-    done = store.done_keys(plan.batch, "episodes")
-    for i in range(0, len(plan.tasks), SHARD):
-        key = f"s{i // SHARD:05d}"
-        if key not in done:
-            recs = _collect(store, plan, settings, [(t, 0) for t in plan.tasks[i:i + SHARD]], started)
-            store.commit_unit(plan.batch, key, {"episodes": [r.episode for r in recs],
-                                                "steps": [s for r in recs for s in r.steps],
-                                                "outcomes": [r.outcome for r in recs]})
-        if advance:
-            advance()
-    rows = feedback_of(store, plan)
-    with store.run_lock():  # see feedback_cmd.import_feedback
+    """Collect what is missing of ``plan`` and record its results as one feedback batch.
+
+    All of it under the data directory's writer lock: a round starting meanwhile would
+    otherwise take the eval's shard, renamed but not yet recorded, for an orphan and delete it."""
+    with store.run_lock():
         if plan.batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
             return FeedbackImport(batch=plan.batch, imported=0, already=True)
+        store.clean_orphans()  # shards of an eval killed before recording them
+        started = datetime.now(UTC)
+        done = store.done_keys(plan.batch, "episodes")
+        for i in range(0, len(plan.tasks), SHARD):
+            key = f"s{i // SHARD:05d}"
+            if key not in done:
+                recs = _collect(store, plan, settings, [(t, 0) for t in plan.tasks[i:i + SHARD]], started)
+                store.commit_unit(plan.batch, key, {"episodes": [r.episode for r in recs],
+                                                    "steps": [s for r in recs for s in r.steps],
+                                                    "outcomes": [r.outcome for r in recs]})
+            if advance:
+                advance()
+        rows = feedback_of(store, plan)
+        killpoints.reached("eval.collected")
         store.commit_unit(FEEDBACK_ROUND, plan.batch, {"feedback": rows})
     return FeedbackImport(batch=plan.batch, imported=len(rows))
 

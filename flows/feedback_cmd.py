@@ -4,6 +4,7 @@ content, so importing the same file twice changes nothing."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,8 @@ def _feedback_row(
     reward = value.get("reward")
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
         raise ValueError("reward is not a number")
+    if reward is not None and not math.isfinite(reward):  # NaN compares false with everything: no verdict at all
+        raise ValueError(f"reward is {reward} (not a finite number)")
     success = value.get("success")
     if success is None:
         if reward is None:
@@ -66,6 +69,8 @@ def _feedback_row(
 
 def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 1.0) -> FeedbackImport:
     """Import a trainer's per-task results; malformed records are reported by line."""
+    if not math.isfinite(threshold):
+        raise InputError(f"--success-threshold must be a finite number, not {threshold}")
     records = read_records(path)
     batch = "fb-" + digest([path.read_bytes().hex(), model, threshold], 16)
     tasks = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
@@ -85,6 +90,7 @@ def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 
         raise InputError(f"{path}: no usable feedback records{first}")
     # Under the writer lock: a concurrent run's orphan cleaning must not see this shard renamed but unrecorded.
     with store.run_lock():
+        store.clean_orphans()  # a shard of an import killed before recording it
         if batch in store.done_keys(FEEDBACK_ROUND, "feedback"):
             return FeedbackImport(batch=batch, imported=0, already=True)
         store.commit_unit(FEEDBACK_ROUND, batch, {"feedback": rows})

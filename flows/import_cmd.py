@@ -19,6 +19,7 @@ from pathlib import Path
 
 from flows.import_readers import READERS
 from flows.stages import curate_round
+from generators.importers.chat import BAD_SHAPE
 from generators.importers.openai_chat import (
     MalformedRecord,
     called_tools,
@@ -28,9 +29,9 @@ from generators.importers.openai_chat import (
 )
 from generators.importers.tool_schemas import BadToolSchemas, inferred_schemas, normalised_schemas
 from generators.phone.tools import TOOLS
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.jsonfile import read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile, write_shard
@@ -97,15 +98,15 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
     sources: list[tuple[dict, EpisodeRecord]] = []
     for rec in records:
         if rec.problem:
-            summary.skipped.append((rec.where, rec.problem))
+            summary.skipped.append((one_line(rec.where), one_line(rec.problem)))
             continue
         try:
             ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
         except MalformedRecord as exc:
-            summary.skipped.append((rec.where, str(exc)))
+            summary.skipped.append((one_line(rec.where), one_line(str(exc))))
             continue
-        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # an odd value the checks did not name
-            summary.skipped.append((rec.where, f"unexpected shape ({type(exc).__name__}: {exc})"))
+        except BAD_SHAPE as exc:  # an odd value the checks did not name
+            summary.skipped.append((one_line(rec.where), one_line(f"unexpected shape ({type(exc).__name__}: {exc})")))
             continue
         if ep.episode.episode_id in parsed:
             summary.already += 1
@@ -161,6 +162,7 @@ def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
     tables = {"tasks": tasks, "episodes": [r.episode for r in new], "steps": [s for r in new for s in r.steps],
               "outcomes": [r.outcome for r in new]}
     shards = [write_shard(store.data_dir, ShardFile(t, rid, key), recs) for t, recs in tables.items()]
+    killpoints.reached("import.written")
     plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
                        "episodes": len(new), "skipped": len(summary.skipped)},
             "policy": {"name": "external", "model": ""}}
@@ -181,6 +183,7 @@ def import_prepared(store: Store, prepared: PreparedImport, settings: Settings |
             summary.already = len(prepared.episodes)
         else:
             rnd = commit_import(store, prepared)
+            killpoints.reached("import.recorded")
         if rnd is not None:
             summary.round_id = rnd.id
             summary.marks = curate_round(store, rnd.id, settings)  # keyed: a no-op once done

@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import stages
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
+from warehouse import killpoints
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -86,6 +87,7 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
                 collect_shard_task(store, rnd.id, key, settings)
                 bar.advance()
         curate_task(store, rnd.id, settings)
+        killpoints.reached("round.curated")
         stages.finish_round(store, rnd.id)
         refresh_proposal(store, settings, stages.selected_families(settings))  # for the release page
         counts = stages.round_counts(store, rnd.id)

@@ -37,16 +37,24 @@ def scheduled_round(data_dir: str, state_url: str | None = None, config: str | N
 
 
 def serve_nightly(*, data_dir: Path, state_url: str | None, config: Path | None, cron: str, timezone: str) -> None:
-    """Register the deployment and serve it until interrupted."""
+    """Register the deployment and serve it until interrupted.
+
+    The state URL may hold a password, and a deployment's parameters are shown in the Prefect
+    UI: it reaches the runs through FLYWHEEL_STATE_URL in the environment they inherit, never
+    as a parameter."""
+    import os
+
     from prefect.client.schemas.schedules import CronSchedule
     from prefect.deployments.runner import EntrypointType
+
+    if state_url:
+        os.environ["FLYWHEEL_STATE_URL"] = state_url
 
     scheduled_round.serve(
         name=DEPLOYMENT_NAME,
         schedules=[CronSchedule(cron=cron, timezone=timezone)],
         parameters={
             "data_dir": str(data_dir.resolve()),
-            "state_url": state_url,
             "config": str(config.resolve()) if config else None,
         },
         description="A nightly agent-flywheel round: plan, write tasks, collect, stage, curate.",

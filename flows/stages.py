@@ -13,7 +13,7 @@ from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
 from generators.task_batch import MAX_SEED_TRIES, write_slot
 from generators.writers.template import TemplateWriter
-from warehouse import state
+from warehouse import killpoints, state
 from warehouse.contract import Episode, Outcome, Step, TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.query import iter_records
@@ -104,6 +104,7 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
                 id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=kept, rejections=rejections
             ),
         )
+    killpoints.reached("tasks.gated")
     store.commit_unit(round_id, TASKS_KEY, {"tasks": tasks})
     return tasks
 

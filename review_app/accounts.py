@@ -8,9 +8,10 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from warehouse import review_tables as rt
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.store import Store
 
 # scrypt parameters (n=2**14, r=8, p=1): ~16 MiB and a few tens of ms per check,
@@ -18,6 +19,14 @@ from warehouse.store import Store
 _N, _R, _P = 2**14, 8, 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MIN_PASSWORD = 8
+# Throttle: after this many failed sign-ins under one name within the window, that name
+# is refused (without checking the password) until the oldest of them leaves the window.
+MAX_FAILURES = 5
+FAILURE_WINDOW = timedelta(minutes=15)
+
+
+class SignInThrottled(InputError):
+    """Too many failed sign-ins under one name lately; try again later."""
 
 
 @dataclass(frozen=True)
@@ -75,15 +84,50 @@ def add_reviewer(store: Store, name: str, role: str, password: str) -> User:
     return User(name, role)
 
 
-def authenticate(store: Store, name: str, password: str) -> User | None:
-    """The user if the name and password match an active account, else None."""
+def authenticate(store: Store, name: str, password: str, *, now: datetime | None = None) -> User | None:
+    """The user if the name and password match an active account, else None (and the failure
+    is counted). SignInThrottled, without checking the password, once a name has failed
+    :data:`MAX_FAILURES` times within :data:`FAILURE_WINDOW`; a good sign-in clears its count.
+    Unknown names are throttled alike, so trying names tells nothing about which exist."""
+    name = name.strip()
+    if not _NAME.match(name):  # no account has such a name: nothing to look up, nothing to count
+        verify_password(password, _DUMMY_HASH)
+        return None
+    now = now or datetime.now(UTC)
     with store.session() as s:
-        row = rt.get_reviewer(session=s, name=name.strip())
+        failures = rt.signin_failures_since(session=s, name=name, since=now - FAILURE_WINDOW)
+    if len(failures) >= MAX_FAILURES:
+        wait = failures[-MAX_FAILURES] + FAILURE_WINDOW - now
+        minutes = max(1, -(-int(wait.total_seconds()) // 60))
+        raise SignInThrottled(f"too many failed sign-ins for {name!r}; try again in {minutes} minute(s)")
+    with store.session() as s:
+        row = rt.get_reviewer(session=s, name=name)
     if row is None or not row.active:
         # Spend the same work as a real check, so a wrong name is not faster than a wrong password.
         verify_password(password, _DUMMY_HASH)
+        user = None
+    else:
+        user = User(row.name, row.role) if verify_password(password, row.password_hash) else None
+    with store.session() as s:
+        if user is None:
+            rt.add_signin_failure(session=s, name=name, at=now, keep_since=now - FAILURE_WINDOW)
+        elif failures:
+            rt.clear_signin_failures(session=s, name=name)
+    return user
+
+
+def session_user(store: Store, user: User | None, signed_in_at: datetime | None, *, hours: float,
+                 now: datetime | None = None) -> User | None:
+    """The signed-in user of an app session as the account stands now, or None when there is
+    none, the session is older than ``hours`` (it expired), or the account is gone or inactive.
+    The role is read again, so a lead demoted since signing in no longer acts as one."""
+    if user is None or signed_in_at is None:
         return None
-    return User(row.name, row.role) if verify_password(password, row.password_hash) else None
+    if (now or datetime.now(UTC)) - signed_in_at >= timedelta(hours=hours):
+        return None
+    with store.session() as s:
+        row = rt.get_reviewer(session=s, name=user.name)
+    return User(row.name, row.role) if row is not None and row.active else None
 
 
 def require_user(store: Store, name: str) -> User:
@@ -91,6 +135,8 @@ def require_user(store: Store, name: str) -> User:
     name = (name or "").strip()
     if not name:
         raise InputError("a decision needs a signed-in reviewer")
+    if not _NAME.match(name):
+        raise InputError(f"no active reviewer account {one_line(name, 80)!r}")
     with store.session() as s:
         row = rt.get_reviewer(session=s, name=name)
     if row is None or not row.active:

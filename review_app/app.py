@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from review_app import queue
+from review_app import accounts, queue
 from review_app.data import Overlap
 from review_app.views import Ctx, adjudication_view, dashboard_view, episode_view, queue_view, release_view, signin
 from warehouse.errors import FlywheelError
@@ -53,10 +53,16 @@ def main() -> None:
     except FlywheelError as exc:
         st.error(str(exc))
         return
-    user = st.session_state.get("user")
+    had_user = st.session_state.get("user") is not None
+    user = accounts.session_user(store, st.session_state.get("user"), st.session_state.get("signed_in_at"),
+                                 hours=settings.review_session_hours)
     if user is None:
+        if had_user:  # expired, or the account was deactivated: forget everything the session held
+            st.session_state.clear()
+            st.session_state["signin_note"] = "Your session has ended; sign in again."
         signin.render(store)
         return
+    st.session_state["user"] = user
     ctx = Ctx(store, user, Overlap.from_settings(settings))
     sb = st.sidebar
     sb.markdown(f"Signed in as **{user.name}** ({user.role})")

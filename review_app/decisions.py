@@ -14,7 +14,7 @@ from review_app.accounts import User, require_user
 from review_app.data import warehouse_cursor
 from warehouse import review_tables as rt
 from warehouse import state
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.state import WITHDRAWN  # noqa: F401  (the decision value a withdrawal records)
 from warehouse.store import Store
 
@@ -42,6 +42,8 @@ def check_decision(
     recovered: bool = False,
 ) -> None:
     """InputError naming the first thing wrong with a decision, or nothing."""
+    if "\x00" in reason_text:  # PostgreSQL's text cannot hold it; nobody types it
+        raise InputError("the notes hold a NUL character")
     if decision not in DECISIONS:
         raise InputError(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
     if reason_code and reason_code not in REJECT_REASONS:
@@ -61,6 +63,8 @@ def check_decision(
 
 def episode_steps(store: Store, round_id: str, episode_id: str) -> int:
     """How many steps the episode has; InputError if the round or the episode in it does not exist."""
+    if "\x00" in round_id or "\x00" in episode_id:  # no id holds one, and PostgreSQL refuses it in a query
+        raise InputError(f"no round {one_line(round_id)!r} with an episode {one_line(episode_id)!r}")
     with store.session() as s:
         known = s.get(state.Round, round_id) is not None
     if not known:
@@ -141,9 +145,16 @@ def save_draft(
     first_wrong_step: int | None = None,
     recovered: bool = False,
 ) -> None:
-    """Keep what the reviewer has chosen so far (survives a closed browser)."""
+    """Keep what the reviewer has chosen so far (survives a closed browser); InputError for a step
+    the episode does not have or a reason not on the list."""
     user = require_user(store, reviewer)
-    episode_steps(store, round_id, episode_id)
+    n_steps = episode_steps(store, round_id, episode_id)
+    if first_wrong_step is not None and not 0 <= first_wrong_step < n_steps:
+        raise InputError(f"first wrong step {first_wrong_step} is not a step of this episode")
+    if reason_code and reason_code not in REJECT_REASONS:
+        raise InputError(f"unknown reason {one_line(reason_code)!r} (one of {', '.join(REJECT_REASONS)})")
+    if "\x00" in reason_text:
+        raise InputError("the notes hold a NUL character")
     with store.session() as s:
         rt.save_draft(
             session=s,

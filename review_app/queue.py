@@ -56,6 +56,8 @@ def queue_page(
     """One page of the queue for ``user`` under ``flt``."""
     if flt.status not in STATUS_FILTERS:
         raise ValueError(f"unknown status filter {flt.status!r}")
+    if any("\x00" in r for r in flt.round_ids):  # no round has such an id (and PostgreSQL refuses one)
+        return QueuePage([], 0, offset)
     con = review_connection(store, flt.round_ids or None, overlap or Overlap())
     where = [STATUS_FILTERS[flt.status]]
     params: list[Any] = [user.name] if "?" in STATUS_FILTERS[flt.status] else []

@@ -26,7 +26,8 @@ ROUND = ("run", "--episodes", "40", "--seed", "3", "--no-progress")
 EXPORT = ("export", "--verified", "--out", "out")
 # Each long command and the points it passes (with how many times at most, for random picks).
 POINTS = {
-    "run": [("shard.written", 4), ("shard.renamed", 4), ("unit.committed", 5)],
+    "run": [("shard.written", 4), ("shard.renamed", 4), ("unit.committed", 5),
+            ("tasks.gated", 1), ("curate.marked", 1), ("round.curated", 1)],  # writing tasks, curating
     "export": [("export.file", 2), ("export.manifest", 1)],
 }
 

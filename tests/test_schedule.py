@@ -4,6 +4,8 @@ and a run of it produces a complete round."""
 from __future__ import annotations
 
 import json
+import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -18,13 +20,21 @@ from warehouse.store import Store
 pytestmark = pytest.mark.slow
 
 
-def _api(url: str, path: str, body: dict | None = None) -> dict | list:
+def _api(url: str, path: str, body: dict | None = None, *, tries: int = 6) -> dict | list:
+    """One call to the Prefect API; a busy server's 502/503 is retried, as Prefect's own client does."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
         f"{url}{path}", data=data, method="GET" if body is None else "POST", headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.loads(resp.read() or b"null")
+    for attempt in range(tries):
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            if err.code not in (502, 503) or attempt == tries - 1:
+                raise
+            time.sleep(0.5 * 2**attempt)  # backoff before retrying a busy server
+    raise AssertionError("unreachable")
 
 
 def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect_server):

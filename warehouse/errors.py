@@ -7,6 +7,13 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` from a user's data as it may appear in a one-line message: control characters
+    (line breaks among them) escaped, cut to ``limit`` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
 class FlywheelError(Exception):
     """Base of every error a user can cause or fix."""
 

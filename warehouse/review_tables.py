@@ -32,6 +32,15 @@ class Reviewer(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
 
 
+class SignInFailure(SQLModel, table=True):
+    """A failed sign-in under a name (known or not), kept to throttle password guessing."""
+
+    __tablename__ = "signin_failures"
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True)
+    failed_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
 class ReviewDraft(SQLModel, table=True):
     """What a reviewer has chosen on an episode but not yet submitted (kept if the browser closes)."""
 
@@ -98,6 +107,26 @@ def get_reviewer(*, session: Session, name: str) -> Reviewer | None:
 
 def list_reviewers(*, session: Session) -> list[Reviewer]:
     return list(session.exec(select(Reviewer).order_by(Reviewer.name)))
+
+
+def signin_failures_since(*, session: Session, name: str, since: datetime) -> list[datetime]:
+    """When ``name``'s failed sign-ins since ``since`` happened, oldest first (in UTC)."""
+    stmt = (select(SignInFailure.failed_at).where(SignInFailure.name == name, SignInFailure.failed_at >= since)
+            .order_by(SignInFailure.failed_at))
+    return [t if t.tzinfo else t.replace(tzinfo=UTC) for t in session.exec(stmt)]
+
+
+def add_signin_failure(*, session: Session, name: str, at: datetime, keep_since: datetime) -> None:
+    """Count a failure, and forget every failure (of any name) older than ``keep_since``."""
+    session.exec(sa.delete(SignInFailure).where(SignInFailure.failed_at < keep_since))
+    session.add(SignInFailure(name=name, failed_at=at))
+    session.commit()
+
+
+def clear_signin_failures(*, session: Session, name: str) -> None:
+    """Forget ``name``'s failures (after a good sign-in)."""
+    session.exec(sa.delete(SignInFailure).where(SignInFailure.name == name))
+    session.commit()
 
 
 # --- drafts -------------------------------------------------------------------------

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from warehouse.errors import ConfigError
+from warehouse.errors import ConfigError, one_line
 
 DEFAULT_CONFIG = Path("flywheel.toml")
 
@@ -73,7 +73,7 @@ class CurationSettings(_Section):
     # model judges run only when an OpenAI-compatible endpoint is set
     judge_base_url: str | None = None
     judge_model: str = ""
-    judge_api_key: str = "none"
+    judge_api_key: SecretStr = SecretStr("none")  # FLYWHEEL_CURATION__JUDGE_API_KEY; never shown
     judge_k: int = Field(3, ge=1, le=9)
 
 
@@ -162,6 +162,7 @@ class Settings(BaseSettings):
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
     review_port: int = 8501
+    review_session_hours: float = Field(12.0, gt=0, le=720)  # a review-app sign-in lasts this long
     curation: CurationSettings = Field(default_factory=CurationSettings)
     policy: Literal["scripted", "openai"] = "scripted"  # who acts in the phone
     writer: Literal["template", "openai"] = "template"  # who words the instructions
@@ -169,6 +170,11 @@ class Settings(BaseSettings):
     review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
     review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
     label_studio: LabelStudioSettings = Field(default_factory=LabelStudioSettings)
+
+    @field_serializer("state_url", when_used="json")
+    def _state_url_without_password(self, url: str | None) -> str | None:
+        # JSON is what leaves the process (Prefect stores a flow's parameters and shows them in its UI)
+        return redact_url(url) if url else url
 
     @classmethod
     def settings_customise_sources(
@@ -183,14 +189,25 @@ class Settings(BaseSettings):
         return (init_settings, env_settings)
 
 
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (also when the URL does not parse)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url if "@" not in url else "***"
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot read config {one_line(str(path))}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+        raise ConfigError(f"config {one_line(str(path))} is not valid TOML: {one_line(str(exc))}") from exc
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -203,6 +220,18 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _env_values() -> dict[str, Any]:
+    """The FLYWHEEL_* variables as settings; ConfigError naming the variable whose value does not parse
+    (a list or a table in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='["F01", "F02"]')."""
+    try:
+        return Settings().model_dump(exclude_unset=True)
+    except SettingsError as exc:
+        field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
+        names = sorted(k for k in os.environ if k.upper().startswith(f"FLYWHEEL_{field.upper()}")) or ["FLYWHEEL_*"]
+        raise ConfigError(f"{', '.join(names)}: not a valid value for {field or 'a setting'} (a list or a table "
+                          "in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='[\"F01\", \"F02\"]')") from None
+
+
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     """Settings from the config file (``config`` or ./flywheel.toml if present), the
     environment, and explicit overrides, in rising order. One-line ConfigError if wrong."""
@@ -210,9 +239,9 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     path = config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     if path is not None:
         file_values = _read_toml(Path(path))
-    source = f"config {path}" if path else "settings"
+    source = f"config {one_line(str(path))}" if path else "settings"
     try:
-        env_values = Settings().model_dump(exclude_unset=True)
+        env_values = _env_values()
         merged = _merge(_merge(file_values, env_values), {k: v for k, v in overrides.items() if v is not None})
         openai = merged.get("openai") or {}
         if not openai.get("api_key") and os.environ.get("OPENAI_API_KEY"):

@@ -16,6 +16,7 @@ from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, sele
 
 from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
+from warehouse.settings import redact_url
 
 
 def utcnow() -> datetime:
@@ -113,9 +114,30 @@ def make_engine(url: str) -> sa.Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True)
         _create_tables(engine)
+        # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
+        event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
     return engine
+
+
+# What a state database says when it went away or cannot write any more (PostgreSQL
+# restarted or stopped, a full disk under SQLite): the command stops in one line and its
+# rerun finishes the work, since everything committed before stays committed.
+_LOST = ("disk is full", "no space left", "could not extend file", "disk i/o error", "connection",
+         "server closed", "terminating", "shutting down", "starting up")
+
+
+def _lost_database(url: str):
+    def handle(ctx) -> None:
+        if ctx.is_pre_ping:  # the pool reconnects by itself when a pooled connection was cut
+            return
+        text = first_line(ctx.original_exception)
+        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+            raise StateError(f"the state database {redact(url)} failed: {text}; "
+                             "rerun the same command once it is back (nothing committed is lost)") \
+                from ctx.original_exception
+    return handle
 
 
 def _create_tables(engine: sa.Engine, attempts: int = 5) -> None:
@@ -163,11 +185,8 @@ def add_missing_columns(engine: sa.Engine) -> list[str]:
 
 
 def redact(url: str) -> str:
-    """The URL with any password hidden."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL is shown as given  # noqa: BLE001
-        return url
+    """The URL with any password hidden (also when it does not parse)."""
+    return redact_url(url)
 
 
 # --- rounds -------------------------------------------------------------------------
@@ -234,7 +253,8 @@ def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[st
 def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
     stmt = select(Shard.path).where(Shard.table_name == table_name)
     if round_ids:
-        stmt = stmt.where(Shard.round_id.in_(round_ids))
+        # no round id holds a NUL, and PostgreSQL refuses one even as a query parameter
+        stmt = stmt.where(Shard.round_id.in_([r for r in round_ids if "\x00" not in r] or [""]))
     return sorted(session.exec(stmt))
 
 

@@ -23,7 +23,7 @@ class Parsed:
     problem: str = ""
 
 
-BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError)  # what an odd value in a record raises here
+BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError, OverflowError)  # what an odd value in a record raises here
 
 
 def problem_of(exc: Exception) -> str:

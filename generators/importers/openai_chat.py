@@ -16,6 +16,7 @@ so curation masks them again) and ``termination`` (why an unfinished conversatio
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime
 from typing import Any
@@ -169,7 +170,7 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
     reward = value.get("reward")
     if reward is not None and not isinstance(reward, int | float):  # a bool is an int: True / False work
         raise MalformedRecord(f"reward must be a number or a boolean, got {reward!r}")
-    progress = float(reward) if reward is not None else 0.0
+    progress = _finite(reward) if reward is not None else 0.0
     finished = steps[-1].action.kind == "finish"
     finish_args = steps[-1].action.arguments if finished else {}
     outcome = Outcome(
@@ -240,6 +241,18 @@ def _mark_masked(steps: list[Step], masked: Any) -> None:
 
 
 SPLITS = ("train", "dev", "test", "challenge")
+
+
+def _finite(reward: int | float) -> float:
+    """The reward as a float; MalformedRecord for NaN, infinities and integers too big for a float
+    (NaN compares false with everything, so it would pass for a failure)."""
+    try:
+        value = float(reward)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise MalformedRecord(f"reward must be a finite number, got {str(reward)[:20]}")
+    return value
 
 
 def _split(task: dict[str, Any], family: str, template: str) -> str:

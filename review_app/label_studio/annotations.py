@@ -11,7 +11,7 @@ from review_app.decisions import check_decision
 from review_app.label_studio import config
 from warehouse.errors import InputError
 
-_STEP = re.compile(r"^\s*(\d+)\b")
+_STEP = re.compile(r"^\s*([0-9]+)\b")
 
 
 @dataclass(frozen=True)
@@ -26,21 +26,33 @@ class PulledDecision:
 def _values(result: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Control name -> the chosen values (choices) or typed text (text areas)."""
     out: dict[str, list[str]] = {}
+    if result is not None and not isinstance(result, list):
+        raise InputError("the annotation's result is not a list")
     for item in result or []:
         if not isinstance(item, dict):
             raise InputError("a result item is not an object")
         name = item.get("from_name")
         value = item.get("value") or {}
+        if not isinstance(value, dict):
+            raise InputError(f"the value of a result from control {_short(name)} is not an object")
         if item.get("type") == "choices":
             got = value.get("choices") or []
         elif item.get("type") == "textarea":
             got = value.get("text") or []
         else:
-            raise InputError(f"an unexpected result of type {item.get('type')!r} from control {name!r}")
+            raise InputError(f"an unexpected result of type {_short(item.get('type'))} from control {_short(name)}")
         if name not in (config.DECISION, config.REASON, config.NOTES, config.FIRST_WRONG, config.RECOVERED):
-            raise InputError(f"a result from an unknown control {name!r}")
-        out.setdefault(str(name), []).extend(str(v) for v in got)
+            raise InputError(f"a result from an unknown control {_short(name)}")
+        if not isinstance(got, list) or not all(isinstance(v, str) for v in got):
+            raise InputError(f"the result from control {name!r} is not a list of strings")
+        out.setdefault(str(name), []).extend(got)
     return out
+
+
+def _short(value: Any) -> str:
+    """A value from the payload as it is named in an error: quoted, on one line, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _one(values: dict[str, list[str]], name: str) -> str:
@@ -55,7 +67,7 @@ def _step(choice: str, n_steps: int) -> int | None:
         return None
     match = _STEP.match(choice)
     if not match or int(match.group(1)) >= n_steps:
-        raise InputError(f"unknown first wrong step {choice!r}")
+        raise InputError(f"unknown first wrong step {_short(choice)}")
     return int(match.group(1))
 
 
@@ -71,7 +83,7 @@ def parse_result(result: list[dict[str, Any]], n_steps: int) -> PulledDecision |
     step = _step(_one(values, config.FIRST_WRONG), n_steps)
     recovered_value = _one(values, config.RECOVERED)
     if recovered_value not in ("", "recovered", config.NOT_RECOVERED):
-        raise InputError(f"unknown choice {recovered_value!r} for 'recovered'")
+        raise InputError(f"unknown choice {_short(recovered_value)} for 'recovered'")
     recovered = recovered_value == "recovered"
     check_decision(decision, reason, notes, step, n_steps, recovered)
     return PulledDecision(decision, reason, notes, step, recovered)

@@ -28,9 +28,9 @@ from review_app.label_studio import config
 from review_app.label_studio.annotations import PulledDecision, parse_result
 from review_app.label_studio.client import LabelStudioClient, LabelStudioError, RemoteProject, RemoteTask, RemoteUser
 from review_app.label_studio.tasks import task_payload
+from warehouse import killpoints, state
 from warehouse import label_studio_tables as lt
 from warehouse import review_tables as rt
-from warehouse import state
 from warehouse.errors import InputError
 from warehouse.query import iter_records
 from warehouse.settings import LabelStudioSettings
@@ -198,6 +198,7 @@ class _Planned:
     updated_at: str
     reviewer: str
     decision: PulledDecision | None
+    round_id: str = ""  # the episode's round in the warehouse (never what the task's data claims)
 
 
 def _fetch(client: LabelStudioClient, project: RemoteProject, progress: Progress | None) -> Iterator[RemoteTask]:
@@ -207,17 +208,26 @@ def _fetch(client: LabelStudioClient, project: RemoteProject, progress: Progress
         yield task
 
 
+def known_episodes(store: Store) -> dict[str, tuple[str, int]]:
+    """Every episode of the warehouse: its round and how many steps it has."""
+    con = warehouse_cursor(store, None)
+    rows = con.execute("SELECT e.episode_id, e.round_id, coalesce(o.steps, 0) FROM episodes e "
+                       "LEFT JOIN outcomes o USING (episode_id)").fetchall()
+    return {eid: (rid, int(n)) for eid, rid, n in rows}
+
+
 def plan_pull(
-    tasks: list[RemoteTask], users: dict[int, RemoteUser], known_episodes: set[str]
+    tasks: list[RemoteTask], users: dict[int, RemoteUser], known: dict[str, tuple[str, int]]
 ) -> tuple[list[_Planned], int]:
     """Every annotation as a checked decision (or none yet), and how many tasks are not ours.
-    InputError naming the first annotation that cannot be read, and how many cannot."""
+    ``known``: episode id -> (round, steps) from the warehouse; a task's data is trusted for its
+    episode id only. InputError naming the first annotation that cannot be read, and how many cannot."""
     planned, problems, foreign = [], [], 0
     for task in tasks:
-        if task.episode_id not in known_episodes:
+        if task.episode_id not in known:
             foreign += 1
             continue
-        n_steps = int(task.data.get("n_steps") or 0)
+        round_id, n_steps = known[task.episode_id]
         for ann in task.annotations:
             user = users.get(ann.user_id) if ann.user_id is not None else None
             who = user.email if user else f"user {ann.user_id}"
@@ -229,7 +239,7 @@ def plan_pull(
             except InputError as exc:
                 problems.append(f"{_where(task, ann.id, who)}: {exc}")
                 continue
-            planned.append(_Planned(task, ann.id, ann.updated_at, reviewer_name(user), decision))
+            planned.append(_Planned(task, ann.id, ann.updated_at, reviewer_name(user), decision, round_id))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}; nothing was pulled; fix it in Label Studio and pull again")
@@ -249,7 +259,7 @@ def _ensure_reviewers(s: Session, names: set[str], created: list[str]) -> None:
 
 def _review(p: _Planned, decision: str, d: PulledDecision | None) -> state.Review:
     return state.Review(
-        episode_id=p.task.episode_id, round_id=str(p.task.data.get("round_id", "")), reviewer=p.reviewer,
+        episode_id=p.task.episode_id, round_id=p.round_id, reviewer=p.reviewer,
         decision=decision, reason=format_reason(d.reason_code, d.reason_text) if d else "",
         first_wrong_step=d.first_wrong_step if d else None, recovered=d.recovered if d else False,
     )
@@ -262,8 +272,7 @@ def pull(
     project = existing_project(client, ls.project)
     users = {u.id: u for u in client.users()}
     tasks = list(_fetch(client, project, progress))  # everything is read before anything is written
-    known = {r[0] for r in warehouse_cursor(store, None).execute("SELECT episode_id FROM episodes").fetchall()}
-    planned, foreign = plan_pull(tasks, users, known)
+    planned, foreign = plan_pull(tasks, users, known_episodes(store))
     summary = PullSummary(project.id, len(tasks), len(planned), foreign=foreign)
     with store.session() as s:
         links = lt.project_annotations(session=s, project_id=project.id)
@@ -302,6 +311,7 @@ def pull(
                                    reviewer=link.reviewer, decision=WITHDRAWN))
                 summary.withdrawn += 1
             s.delete(link)
+        killpoints.reached("pull.planned")  # everything staged, nothing committed yet
         s.commit()
     return summary
 
