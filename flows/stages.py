@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from flows.planning import next_plan
-from generators.collect import run_episode
+from generators.collect import later_sessions, run_scenario
 from generators.phone.families import FAMILIES, get_family
 from generators.planner import Plan
 from generators.policies.scripted import ScriptedPolicy
@@ -87,6 +87,9 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
                 f"see 'flywheel gate --family {slot.family}'"
             )
         tasks.append(written.task)
+    kept = len(tasks)  # the gate keeps or rejects a scenario as a whole; its later sessions are stored too and
+    # collection runs them right after their first session
+    tasks += [t for task in list(tasks) for t in get_family(task.family).scenario(task, writer)[1:]]
     if plan_data.get("writer") == "openai":
         from flows.model_shard import word_tasks_with_model
 
@@ -98,7 +101,7 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
         state.save_batch(
             session=s,
             batch=state.Batch(
-                id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=len(tasks), rejections=rejections
+                id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=kept, rejections=rejections
             ),
         )
     killpoints.reached("tasks.gated")
@@ -128,11 +131,15 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     """Run the episodes of one shard and commit them (episodes, steps, outcomes) at once."""
     with store.session() as s:
         rnd = s.get(state.Round, round_id)
-    tasks = load_tasks(store, round_id)
+    every = load_tasks(store, round_id)
+    later = later_sessions(every)
+    tasks = [t for t in every if t.session == 1]  # slots index the first sessions; later ones follow them
     if rnd.plan.get("policy", {}).get("name") == "openai":
         from flows.model_shard import collect_model_shard
 
-        jobs = [(tasks[i], rollout) for i, rollout in _shard_slots(rnd.plan, key)]
+        # each session replays alone, so the sessions of a scenario may run concurrently
+        jobs = [(t, rollout) for i, rollout in _shard_slots(rnd.plan, key)
+                for t in [tasks[i], *later.get(tasks[i].scenario_id, [])]]
         records = collect_model_shard(store, round_id, jobs, settings, started)
         store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
                                           "steps": [s for r in records for s in r.steps],
@@ -143,12 +150,12 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
     steps: list[Step] = []
     outcomes: list[Outcome] = []
     for task_index, rollout in _shard_slots(rnd.plan, key):
-        rec = run_episode(
-            tasks[task_index], policy, rollout=rollout, round_id=round_id, batch_id=f"{round_id}-b0", created_at=started
-        )
-        episodes.append(rec.episode)
-        steps.extend(rec.steps)
-        outcomes.append(rec.outcome)
+        task = tasks[task_index]
+        for rec in run_scenario(task, later.get(task.scenario_id, []) if task.scenario_id else [], policy,
+                                rollout=rollout, round_id=round_id, batch_id=f"{round_id}-b0", created_at=started):
+            episodes.append(rec.episode)
+            steps.extend(rec.steps)
+            outcomes.append(rec.outcome)
     store.commit_unit(round_id, key, {"episodes": episodes, "steps": steps, "outcomes": outcomes})
     return len(episodes)
 

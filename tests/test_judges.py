@@ -153,8 +153,9 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
                                   curation={"judge_base_url": url, "judge_model": "m", "judge_k": 3})
     con = store.duck()
     marks = dict(con.execute('SELECT mark, count(*) FROM marks WHERE "check" = \'judges\' GROUP BY 1').fetchall())
-    assert sum(marks.values()) == 20 and marks.get("judge_pass", 0) > 0
-    assert len(requests) == 60 and requests[0]["temperature"] == 0.7
+    episodes = con.execute("SELECT count(*) FROM episodes").fetchone()[0]  # 20 planned, and later sessions
+    assert sum(marks.values()) == episodes >= 20 and marks.get("judge_pass", 0) > 0
+    assert len(requests) == 3 * episodes and requests[0]["temperature"] == 0.7
     routed = con.execute(
         "SELECT count(*) FROM marks m JOIN outcomes o USING (episode_id) WHERE m.\"check\" = 'routing' "
         "AND m.reason LIKE '%judges disagree%'").fetchone()[0]

@@ -30,8 +30,9 @@ def budget_warning(left: int) -> str:
 class PhoneEnv:
     """The simulated phone for one task. Call ``reset`` first, then ``step`` until done."""
 
-    def __init__(self, task: TaskSpec, family: Family | None = None):
+    def __init__(self, task: TaskSpec, family: Family | None = None, user: Any = None):
         self.task = task
+        self.user = user  # answers ask_user: a ModelUser when an endpoint is set, else the scripted user
         self.family = family or get_family(task.family)
         self.world: World | None = None
 
@@ -82,6 +83,8 @@ class PhoneEnv:
         # only the tools of an app change its tables (tests keep this true), so only those are copied
         tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
         touched = world.app_tables(tool.app) if tool else []
+        if world.wide:  # a macro, a sub-agent or an automation reached beyond one app
+            touched, world.wide = list(world.tables), False
         after = {**self._last, **world.snapshot(touched)}
         delta = world.diff({n: self._last[n] for n in touched}, {n: after[n] for n in touched})
         for name in {c["table"] for c in delta}:  # only changed tables are hashed again
@@ -108,7 +111,9 @@ class PhoneEnv:
             return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": problem[0], "retryable": False,
                                            "hint": f"expected {problem[1]}"}}
         if kind == "ask_user":
-            answer = scripted_user_reply(self.task, action.arguments["question"], action.arguments.get("options"))
+            question, options = action.arguments["question"], action.arguments.get("options")
+            answer = (self.user.reply(self.task, question, options) if self.user is not None
+                      else scripted_user_reply(self.task, question, options))
             return {"ok": True, "data": {"answer": answer}}
         self.finish_args = dict(action.arguments)
         self.done, self.termination = True, "finished"
@@ -127,6 +132,10 @@ class PhoneEnv:
         elif not self.done and left == 2:
             notices.append(budget_warning(left))
         return notices
+
+    def state_hash(self) -> str:
+        """The world's state hash from the table digests ``step`` keeps current (no full recomputation)."""
+        return self.world.state_hash(self._digests)
 
     def evaluate(self) -> tuple[list[RequirementResult], bool, float, list[str]]:
         """Score the episode so far: (results, success, progress, minefields)."""
