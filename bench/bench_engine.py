@@ -8,7 +8,8 @@ this shows what they cost.
 
 With ``--llama`` it adds rows for llama.cpp's real server with the shipped small model
 (scripts/llama-server.sh install), where the server, not the client, is the bottleneck:
-the same conversation, 16 completion tokens a call, at concurrency 1 and 2.
+the same conversation at temperature 0 (so every reply is the same; the server ignores
+max_tokens when the model may choose a tool), at concurrency 1 and 2.
 
     python bench/bench_engine.py            # the full run
     python bench/bench_engine.py --quick    # a smoke run (tests run it so it cannot rot)
@@ -46,7 +47,8 @@ async def plain_loop(base_url: str, request: ChatRequest, concurrency: int, call
     """What a careful person writes by hand: a semaphore around the raw client."""
     client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=300)
     gate = asyncio.Semaphore(concurrency)
-    extra = {"max_tokens": request.max_tokens} if request.max_tokens else {}
+    extra = {k: v for k, v in {"max_tokens": request.max_tokens, "temperature": request.temperature}.items()
+             if v is not None}  # what the engine's endpoint sends too, so both ask for the same reply
 
     async def one() -> None:
         async with gate:
@@ -120,7 +122,7 @@ def llama_rows(request: ChatRequest, *, quick: bool) -> int:
         return 1
     small = ChatRequest(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice,
                         max_tokens=16, temperature=0.0)
-    print(f"\nllama.cpp server ({MODEL_ALIAS}, chatml-function-calling), 16 completion tokens a call")
+    print(f"\nllama.cpp server ({MODEL_ALIAS}, chatml-function-calling), the same reply each call (temperature 0)")
     print(f"{'concurrency':>11} {'calls':>6} {'plain/s':>9} {'engine/s':>9} {'ratio':>6} "
           f"{'plain cpu ms/call':>18} {'engine cpu ms/call':>19}")
     with LlamaServer(venv) as server:

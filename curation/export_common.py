@@ -38,6 +38,7 @@ class Tally:
     pair_levels: Counter = field(default_factory=Counter)
     masks: Counter = field(default_factory=Counter)
     inferred: Counter = field(default_factory=Counter)  # tool -> exported episodes whose schema of it was inferred
+    failures: Counter = field(default_factory=Counter)  # failed episodes seen, by "side:category"
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1
@@ -59,9 +60,11 @@ class Tally:
             self.name_approved(ep, reason, problem)
 
     def admit(self, ep: Mapping[str, Any], review: Decision | None, why: str | None) -> bool:
-        """Count one episode seen; True if it goes on, else it is counted as left out: a
+        """Count one episode seen (and why it failed, if it did); True if it goes on, else it is counted as left out: a
         held-out split first, then ``why`` (the format's own reason, or None)."""
         self.seen += 1
+        if ep.get("failure_side"):
+            self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
         if split_of(ep) in HELD_OUT:
             self.left_out(ep, review, "held_out_split")
             return False

@@ -243,6 +243,8 @@ def run_export(
         if tally.inferred:  # imports without tool schemas: what the rows' inferred schemas cover
             manifest["tool_schemas_inferred"] = {"episodes": tally.inferred.pop("(episodes)"),
                                                  "tools": dict(sorted(tally.inferred.items()))}
+        if tally.unit == "episodes":  # why the failed episodes read failed (model or harness, and what)
+            manifest["failure_attribution"] = dict(sorted(tally.failures.items()))
         manifest.update(extra or {})
         result = writer.finish(manifest)
     return result, {**manifest, "files": result.files}

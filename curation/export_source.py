@@ -37,6 +37,8 @@ def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool
                e.model, e.rollout, e.source,
                o.success, o.progress, o.steps AS n_steps, o.tool_calls, o.prompt_tokens, o.completion_tokens,
                json_extract_string(o.failure, '$.type') AS failure_type,
+               json_extract_string(o.failure, '$.side') AS failure_side,
+               json_extract_string(o.failure, '$.category') AS failure_category,
                t.seed, t.difficulty, t.tools AS task_tools, t.split AS task_split,
                {"t.tool_schemas" if tool_schemas else "NULL"} AS task_tool_schemas,
                {"t.tool_schemas_inferred" if inferred else "NULL"} AS task_tool_schemas_inferred,

@@ -72,13 +72,17 @@ def plan_eval(store: Store, settings: Settings, families: list[str], *, split: s
     if split not in EVAL_SPLITS:
         raise InputError(f"--split {split!r}: evaluate on dev (feeds the planner) or test (reported only); "
                          "train tasks are never evaluated as if held out")
-    levels = {m.family: m.difficulty for m in mix_for(store, settings, families)[0]}
     model = eval_model_name(settings)
     seed = settings.round.seed
+    # The same eval (model, split, size, seed, families, tag) planned again -- a rerun after a kill, or
+    # once more after it finished -- must find the same batch: its levels come from every result
+    # except its own, so its own results cannot move them.
+    same = "eval-" + digest([model, split, episodes, seed, families, tag], 12)
+    levels = {m.family: m.difficulty for m in mix_for(store, settings, families, skip_batches=same)[0]}
     tasks, missing = eval_tasks(settings, families, levels, split=split, episodes=episodes, seed=seed)
     if not tasks:
         raise InputError(f"no {split} task could be written for {', '.join(families)}")
-    batch = "eval-" + digest([model, split, episodes, seed, families, levels, tag], 12)
+    batch = f"{same}-{digest([levels], 6)}"
     return EvalPlan(batch=batch, split=split, model=model, tasks=tasks, missing=missing)
 
 

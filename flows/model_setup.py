@@ -43,24 +43,30 @@ def shared_bookings(settings: Settings, store: Store) -> Bookings | None:
     return SqlBookings(store.engine)
 
 
-def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
-    """An engine over the real endpoint; create it inside the event loop that will use it.
+def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model: str, workers: int = 1,
+               bookings: Bookings | None = None) -> Engine:
+    """An engine over ``model`` at ``base_url`` with ``cfg``'s limits, timeouts, retries and breaker: the
+    one way the product reaches a model (planner, task writer, judges). Create it inside its event loop.
 
     ``workers`` engines run at once (one per shard being collected): each gets its share of
-    ``openai.concurrency``, and all book their calls against the same shared limits."""
-    cfg = settings.openai
+    ``cfg.concurrency``, and all book their calls in ``bookings`` (shared limits) when given."""
     # the client's own timeout is a backstop; the engine times each attempt itself
-    endpoint = OpenAIEndpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
-                              timeout_s=cfg.timeout_s + 5)
+    endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5)
     config = engine_config(cfg)
     config.concurrency = max(1, -(-cfg.concurrency // workers))
-    bookings = shared_bookings(settings, store) if store is not None else None
-    return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{cfg.base_url}:{cfg.model}")
+    return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{base_url}:{model}")
+
+
+def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
+    """The engine of the round's own model (``[openai]``), its limits shared through ``store``."""
+    cfg = settings.openai
+    return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
+                      workers=workers, bookings=shared_bookings(settings, store) if store is not None else None)
 
 
 def model_policy(cfg: OpenAISettings) -> ModelPolicy:
     return ModelPolicy(model=require_model(cfg), max_invalid_replies=cfg.max_invalid_replies,
-                       max_tokens=cfg.max_tokens)
+                       max_tokens=cfg.max_tokens, max_steps=cfg.max_steps)
 
 
 def log_refusals(engine: Engine, who: str) -> None:

@@ -50,12 +50,16 @@ def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
     return [FailureCount(f, side, t, n) for (f, side, t), n in sorted(counts.items())]
 
 
-def mix_for(store: Store, settings: Settings, families: list[str]) -> tuple[list[FamilyMix], list[str]]:
-    """Each family's share, level and reason in the next batch, and the harness-side reports."""
+def mix_for(store: Store, settings: Settings, families: list[str], *,
+            skip_batches: str = "") -> tuple[list[FamilyMix], list[str]]:
+    """Each family's share, level and reason in the next batch, and the harness-side reports
+    (from every feedback batch but those whose id starts with ``skip_batches``, if given)."""
     r = settings.round
     if not r.adaptive:
         return [FamilyMix(f, 1.0, r.difficulty, "adaptive planning is off") for f in families], []
     records = feedback_records(store)
+    if skip_batches:
+        records = [rec for rec in records if not rec.batch.startswith(skip_batches)]
     inputs = MixInputs(
         max_difficulty={f: get_family(f).max_difficulty for f in families},
         capabilities={f: get_family(f).capability for f in families},

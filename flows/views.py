@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from curation.capabilities import capability_report
+from curation.export_source import has_column
 from curation.funnel import funnel as curation_funnel
 from curation.judges import agreement_with_people
 from review_app.agreement import Overlap
@@ -76,6 +78,7 @@ def status_rows(
         ).fetchall()
     )
     curated = {r for (r,) in con.execute("SELECT DISTINCT round_id FROM marks").fetchall()}
+    by_capability = capability_report(outcome_rows(con))
     splits: dict[str, dict[str, int]] = {}
     for rid, split, n_split in con.execute(
         "SELECT round_id, split, count(*) FROM episodes GROUP BY round_id, split ORDER BY round_id, split"
@@ -115,6 +118,7 @@ def status_rows(
                                      "cost_usd": None}),
                 "splits": split_counts(splits.get(rnd.id, {})),
                 "funnel": funnels.get(rnd.id),
+                **by_capability.get(rnd.id, {}),
                 "judge_agreement": agreement_with_people(
                     judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id and d.decision}
                 ) if rnd.id in judged else None,
@@ -134,6 +138,46 @@ def status_rows(
                      **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
                                        "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
+
+
+def outcome_rows(con) -> list[dict[str, Any]]:
+    """Per episode: round, task, family, rollout, success, the task's capabilities, scenario and the failure's
+    side and category (columns older shards lack read as empty)."""
+    scen = ("e.scenario_id, e.session" if has_column(con, "episodes", "scenario_id")
+            else "'' AS scenario_id, 1 AS session")
+    caps = "t.capabilities" if has_column(con, "tasks", "capabilities") else "NULL AS capabilities"
+    try:
+        cur = con.execute(
+            f"SELECT e.round_id, e.task_id, e.family, e.rollout, o.success, {caps}, {scen}, "
+            "json_extract_string(o.failure, '$.side') AS failure_side, "
+            "json_extract_string(o.failure, '$.category') AS failure_category "
+            "FROM episodes e JOIN outcomes o USING (episode_id) LEFT JOIN tasks t USING (task_id)")
+    except Exception:  # no tasks table (an import-only warehouse): no per-capability view
+        return []
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def print_capabilities(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Per round: success, pass^1 and pass^k per capability; failure attribution."""
+    for r in rows:
+        caps = r.get("capabilities")
+        if not caps:
+            continue
+        table = Table(title=f"{r['round']}: by capability (k = {r['k']})", box=box.SIMPLE_HEAD)
+        for col in ("capability", "episodes", "success", "pass^1", f"pass^{r['k']}"):
+            table.add_column(col, justify="left" if col == "capability" else "right", no_wrap=True)
+        for cap, v in caps.items():
+            table.add_row(cap, str(v["episodes"]), f"{v['success_rate']:.0%}",
+                          "-" if v["pass1"] is None else f"{v['pass1']:.2f}",
+                          "-" if v["passk"] is None else f"{v['passk']:.2f}")
+        console.print(table)
+        scen = r.get("scenarios") or {}
+        if scen.get("rollouts"):
+            console.print(f"  scenarios: {scen['rollouts']} rollouts, {scen['success_rate']:.0%} succeeded in every "
+                          "session")
+        if r.get("attribution"):
+            console.print("  failures: " + ", ".join(f"{k} {v}" for k, v in r["attribution"].items()))
 
 
 def print_status(console: Console, rows: list[dict[str, Any]], settings: Settings) -> None:
@@ -162,6 +206,7 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         )
     console.print(table)
     print_funnels(console, rows)
+    print_capabilities(console, rows)
 
 
 # (column title, check, marks that count) of the funnel table, in cascade order

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from warehouse.contract import Action, Cost, Episode, EpisodeRecord, Outcome, Step, TaskSpec, ToolError
 from warehouse.ids import episode_id
 
-from generators.phone.attribution import attribute_failure
+from generators.phone.attribution import attribute_failure, classify
 from generators.phone.env import ENV_VERSION, PhoneEnv, replay_final_hash
 from generators.phone.families import get_family
 
@@ -58,6 +58,7 @@ class Policy(Protocol):
     version: str
     model: str
     max_invalid_replies: int
+    max_steps: int | None  # replies per episode, when fewer than the task's step budget (cost control)
 
     def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> Actor: ...
 
@@ -90,6 +91,10 @@ async def collect_episode(task: TaskSpec, policy: Policy, *, rollout: int, round
                           verification=verification, cost=turn.cost))
         if not done and invalid_run >= policy.max_invalid_replies:
             termination = "invalid_replies"
+            break
+        if not done and policy.max_steps and len(steps) >= policy.max_steps:
+            termination = "budget_exhausted"
+            detail = f"stopped at openai.max_steps ({policy.max_steps}), within a step budget of {task.step_budget}"
             break
     return build_record(task, family, env, steps, policy_name=policy.name, model=policy.model,
                         policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,
@@ -137,26 +142,37 @@ def build_record(task: TaskSpec, family: Any, env: PhoneEnv, steps: list[Step], 
     says why in words, e.g. the server's message)."""
     eid = episode_id(task.task_id, policy_name, rollout)
     results, success, progress, mines = env.evaluate()
+    reference = family.reference_actions(task)
     termination = termination or env.termination or "harness_error"
     finish_args: dict[str, Any] = env.finish_args or {}
     outcome = Outcome(
         episode_id=eid, termination=termination, finish_status=finish_args.get("status", ""),
         final_answer=finish_args.get("answer"), claims=list(finish_args.get("claims") or []),
         success=success, progress=progress, requirement_results=results, minefields_hit=mines,
-        final_state_hash=env.world.state_hash(), steps=len(steps),
+        final_state_hash=env.state_hash(), steps=len(steps),
         tool_calls=sum(1 for s in steps if s.action.kind == "tool_call"),
         prompt_tokens=sum(s.cost.prompt_tokens for s in steps),
         completion_tokens=sum(s.cost.completion_tokens for s in steps),
         latency_ms=round(sum(s.cost.latency_ms for s in steps), 3),
         efficiency=round(min(1.0, task.optimal_steps / len(steps)), 6) if steps else 0.0,
-        failure=attribute_failure(task, family.reference_actions(task), steps, results, mines, termination, success),
+        failure=classify(task, reference, steps, attribute_failure(task, reference, steps, results, mines, termination,
+                                                                   success)),
     )
     if failure_detail and outcome.failure is not None:
         outcome.failure.detail = failure_detail
     episode = Episode(
         episode_id=eid, task_id=task.task_id, family=task.family, template=task.template, split=task.split,
         instruction=task.instruction, policy=policy_name, model=model, rollout=rollout,
+        scenario_id=task.scenario_id, session=task.session,
         round_id=round_id, batch_id=batch_id, generator_version=task.generator_version, env_version=ENV_VERSION,
         policy_version=policy_version, created_at=created_at,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
+
+
+def later_sessions(tasks: list[TaskSpec]) -> dict[str, list[TaskSpec]]:
+    """Per scenario id, its sessions after the first, in order (from a round's task list)."""
+    out: dict[str, list[TaskSpec]] = {}
+    for t in sorted((t for t in tasks if t.scenario_id and t.session > 1), key=lambda t: t.session):
+        out.setdefault(t.scenario_id, []).append(t)
+    return out

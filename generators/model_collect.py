@@ -31,6 +31,7 @@ class ModelPolicy:
     model: str
     max_invalid_replies: int = 3
     max_tokens: int | None = None
+    max_steps: int | None = None  # replies per episode, when fewer than the task's step budget (cost control)
     version: str = POLICY_VERSION
 
     @property
@@ -51,6 +52,7 @@ class ModelPlanner:
     version = property(lambda self: self.policy.version)
     model = property(lambda self: self.policy.model)
     max_invalid_replies = property(lambda self: self.policy.max_invalid_replies)
+    max_steps = property(lambda self: self.policy.max_steps)
 
     def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> ModelActor:
         return ModelActor(self, task, episode_id, rollout)

@@ -115,6 +115,7 @@ def test_engine_judges_against_a_local_openai_compatible_server(local_endpoint):
         assert marks.loc["e1", "mark"] == "judge_pass"
         assert marks.loc["e2", "mark"] == "judge_fail" and "efficient" in marks.loc["e2", "reason"]
         assert len(requests) == 6 and requests[0]["model"] == "judge-model"
+        assert {r["max_tokens"] for r in requests} == {256}  # a rambling judge cannot hold curation up
         assert engine.engine.stats.calls == 6  # the judges' calls are the engine's: one place for limits and costs
     finally:
         engine.close()
@@ -152,8 +153,9 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
                                   curation={"judge_base_url": url, "judge_model": "m", "judge_k": 3})
     con = store.duck()
     marks = dict(con.execute('SELECT mark, count(*) FROM marks WHERE "check" = \'judges\' GROUP BY 1').fetchall())
-    assert sum(marks.values()) == 20 and marks.get("judge_pass", 0) > 0
-    assert len(requests) == 60 and requests[0]["temperature"] == 0.7
+    episodes = con.execute("SELECT count(*) FROM episodes").fetchone()[0]  # 20 planned, and later sessions
+    assert sum(marks.values()) == episodes >= 20 and marks.get("judge_pass", 0) > 0
+    assert len(requests) == 3 * episodes and requests[0]["temperature"] == 0.7
     routed = con.execute(
         "SELECT count(*) FROM marks m JOIN outcomes o USING (episode_id) WHERE m.\"check\" = 'routing' "
         "AND m.reason LIKE '%judges disagree%'").fetchone()[0]

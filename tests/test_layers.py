@@ -94,3 +94,51 @@ def test_the_core_imports_without_the_ui_or_orchestrator():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+MODEL_CLIENTS = {"openai", "anthropic", "litellm"}  # libraries that reach a model endpoint
+
+
+def _model_reach(path: Path) -> list[str]:
+    """Where ``path`` reaches a model other than through the engine: a model client library, the raw
+    chat API (``.chat.completions``), or an endpoint built outside its factory (each by function)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, where: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            where = node.name
+        elif isinstance(node, ast.Import):
+            found.update(f"imports {a.name}" for a in node.names if a.name.split(".")[0] in MODEL_CLIENTS)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in MODEL_CLIENTS:
+            found.add(f"imports {node.module}")
+        elif isinstance(node, ast.Attribute) and node.attr == "completions":
+            found.add(f"calls .completions in {where}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "OpenAIEndpoint":
+            found.add(f"builds OpenAIEndpoint in {where}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, where)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), "<module>")
+    return sorted(found)
+
+
+def test_every_model_call_goes_through_the_engine():
+    # the planner, the task writer, the judges and the eval all get their engine from engine_for
+    # (flows/model_setup.py): limits, retries, the breaker and token counts in one place. Only the
+    # endpoint itself holds a client (and builds one more for the probe, which lists models only).
+    reach = {str(p.relative_to(ROOT)): r for pkg in sorted(PROJECT) for p in sorted((ROOT / pkg).rglob("*.py"))
+             if (r := _model_reach(p))}
+    assert reach.pop("generators/models/openai_endpoint.py") == [
+        "builds OpenAIEndpoint in probe_endpoint", "calls .completions in complete", "imports openai"]
+    assert reach == {"flows/model_setup.py": ["builds OpenAIEndpoint in engine_for"]}
+
+    import asyncio
+
+    from flows.model_setup import engine_for
+    from generators.models import Engine
+    from warehouse.settings import OpenAISettings
+
+    async def build():
+        return engine_for(OpenAISettings(), base_url="http://127.0.0.1:9/v1", api_key="none", model="m")
+
+    assert isinstance(asyncio.run(build()), Engine)

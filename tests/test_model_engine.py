@@ -16,6 +16,7 @@ from generators.models.endpoint import ChatRequest, ToolCall
 from generators.models.limits import RateLimiter
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation, parse_reply
+from generators.writers.model_writer import MAX_REPLY_TOKENS
 from warehouse.errors import ConfigError
 from warehouse.settings import OpenAISettings
 
@@ -190,6 +191,22 @@ def test_unusable_replies_in_a_row_end_the_episode_with_a_reason():
     assert msgs[-1]["role"] == "user" and "[harness]" in msgs[-1]["content"]
 
 
+def test_max_steps_ends_an_episode_early_as_budget_exhausted_saying_why():
+    task = FAMILIES["F01"].make_task(2, 1)  # six steps of the reference plan, a budget of twelve
+    plan = FAMILIES["F01"].reference_actions(task)
+
+    async def main(max_steps):
+        return await run_model_episode(task, ModelPolicy(model="fake", max_steps=max_steps),
+                                       _engine(_scripted_responder(task, plan)), MemoryJournal(), rollout=0,
+                                       round_id="r", batch_id="b", created_at=WHEN)
+
+    capped = asyncio.run(main(2))
+    assert len(capped.steps) == 2 and capped.outcome.termination == "budget_exhausted"
+    assert not capped.outcome.success and "stopped at openai.max_steps (2)" in capped.outcome.failure.detail
+    whole = asyncio.run(main(len(plan)))  # a cap the episode does not reach changes nothing
+    assert whole.outcome.termination == "finished" and whole.outcome.success
+
+
 def test_endpoint_failure_ends_the_episode_as_endpoint_error():
     task = FAMILIES["F03"].make_task(2, 1)
 
@@ -242,6 +259,7 @@ def test_model_writer_retries_with_the_reason_then_accepts():
     assert worded.instruction == f"Pls change {name}'s number to {phone}" and worded.writer == "openai:fake"
     assert "not JSON" in seen[1].messages[-1]["content"]
     assert "drops required value" in seen[2].messages[-1]["content"] and phone in seen[2].messages[-1]["content"]
+    assert {r.max_tokens for r in seen} == {MAX_REPLY_TOKENS}  # a rambling model cannot hold the round up
 
     leak = json.dumps({"instruction": f"Change {name} ({leaked_fact}) to {phone}"})
     fallback, _ = _writer_run(task, [leak, leak, leak])

@@ -54,7 +54,7 @@ def test_task_shape(fid):
     assert 8 <= len(task.tools) <= 15
     assert task.optimal_steps == len(family.reference_actions(task)) <= task.step_budget <= 15
     assert family.reference_actions(task)[-1].kind == "finish"
-    assert task.instruction and task.capabilities[0] == "tool_use"
+    assert task.instruction and task.capabilities[0] == family.capability
     assert family.build_world(task).state_hash() == family.build_world(task).state_hash()
 
 

@@ -89,7 +89,11 @@ def test_cli_families_and_gate(tmp_path):
     env = cli_env(None)
     rows = json.loads(flywheel("families", "--json", env=env, cwd=tmp_path).stdout)
     assert [r["id"] for r in rows] == sorted(FAMILIES)
-    assert all(r["knobs"] and 8 <= r["tools"] <= 15 and r["capability"] == "tool_use" for r in rows)
+    assert all(r["knobs"] and 8 <= r["tools"] <= 15 for r in rows)
+    capability = {r["id"]: r["capability"] for r in rows}
+    assert {capability[f] for f in ("F01", "F02", "F03", "F04", "F05", "F06")} == {"tool_use"}
+    assert [capability[f] for f in ("F07", "F08", "F09", "F10", "F11", "F12", "F13")] == \
+        ["memory", "memory", "memory", "skills", "skills", "subagents", "all"]
 
     proc = flywheel("gate", "--family", "F02,F05", "--seeds", "3", "--json", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

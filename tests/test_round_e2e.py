@@ -49,13 +49,27 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     rounds = json.loads(status.stdout)["rounds"]
     assert len(rounds) == 1
     r = rounds[0]
-    assert r["round"] == "r0001" and r["status"] == "complete" and r["episodes"] == 100
-    assert 0 < r["successes"] < 100, "a round must hold both successes and failures"
-    assert r["curated"]
-
     store = Store(tmp_path / "flywheel-data", backend_env.get("FLYWHEEL_STATE_URL"))
     ids = _ids(store)
-    assert len(ids) == len(set(ids)) == 100
+    # --episodes counts planned episodes; the later sessions of a scenario (F09) come on top of them
+    later = store.duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
+    assert later > 0
+    assert r["round"] == "r0001" and r["status"] == "complete" and r["episodes"] == 100 + later
+    assert 0 < r["successes"] < 100, "a round must hold both successes and failures"
+    assert r["curated"]
+    assert set(r["capabilities"]) >= {"tool_use", "memory", "skills", "subagents", "all"}
+    assert r["capabilities"]["memory"]["pass1"] is not None and r["attribution"]
+    assert len(ids) == len(set(ids)) == 100 + later
+    # every family ran, and the services' steps are stored: memory reads and writes, skills loaded,
+    # sub-agent runs with their sub-trace, the user's replies
+    con = store.duck()
+    assert con.execute("SELECT count(DISTINCT family) FROM episodes").fetchone()[0] == 13
+    tools = {t for (t,) in con.execute("SELECT DISTINCT action_tool FROM steps").fetchall()}
+    assert {"memory_search", "memory_add", "memory_update", "load_skill", "run_subagent", "ask_user"} <= tools
+    assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'run_subagent' AND feedback_ok "
+                       "AND feedback_result LIKE '%subagent:%'").fetchone()[0] > 0
+    assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'ask_user' AND feedback_ok "
+                       "AND feedback_result LIKE '%answer%'").fetchone()[0] > 0
 
     export = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=backend_env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
@@ -69,9 +83,11 @@ def test_full_round_status_and_export(tmp_path, backend_env):
         assert any(m["role"] == "tool" for m in record["messages"])
     assert sum(f["rows"] for f in manifest["files"].values()) == len(lines)
     assert set(manifest["files"]) <= {f"openai-chat.{s}.jsonl" for s in ("train", "dev", "test", "challenge")}
-    assert manifest["episodes_in"] == 100
-    assert sum(manifest["excluded"].values()) + len(lines) == 100
+    assert manifest["episodes_in"] == 100 + later
+    assert sum(manifest["excluded"].values()) + len(lines) == 100 + later
     assert manifest["lineage"]["rounds"] == ["r0001"]
+    assert sum(manifest["failure_attribution"].values()) == 100 + later - r["successes"]
+    assert all(k.split(":")[0] in ("model", "harness") for k in manifest["failure_attribution"])
 
     # Without --verified, nothing is approved yet: nothing is exported, and the manifest says why.
     approved_only = flywheel("export", "--out", str(tmp_path / "out2"), env=backend_env, cwd=tmp_path)
@@ -107,11 +123,12 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
     assert rerun.returncode == 0, rerun.stderr
     assert "Resumed and finished round r0001" in rerun.stdout
     ids = _ids(Store(data))
-    assert len(ids) == len(set(ids)) == 2000
+    later = Store(data).duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
+    assert len(ids) == len(set(ids)) == 2000 + later  # a scenario's later sessions come on top of the plan
     after = _shard_checksums(Store(data))
     assert all(after[k] == v for k, v in before.items()), "committed shards must be kept, not redone"
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
-    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", 2000)]
+    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", 2000 + later)]
 
 
 def test_review_command_serves_the_page(tmp_path):
@@ -129,7 +146,9 @@ def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     run = flywheel("run", "--episodes", "20", "--workers", "2", env=cli_env(None, FLYWHEEL_ROUND__SHARD_SIZE="10"),
                    cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "Finished round r0001: 20 episodes" in run.stdout
+    later = Store(tmp_path / "flywheel-data").duck().execute(
+        "SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]  # a scenario's later sessions, on top
+    assert f"Finished round r0001: {20 + later} episodes" in run.stdout
     assert Store(tmp_path / "flywheel-data").done_keys("r0001", "episodes") == {"s00000", "s00001"}
     noise = [
         line
@@ -162,4 +181,5 @@ def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, pre
     rerun = flywheel("run", "--no-progress", env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     ids = _ids(watcher)
-    assert len(ids) == len(set(ids)) == 2000
+    later = watcher.duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
+    assert len(ids) == len(set(ids)) == 2000 + later  # a scenario's later sessions come on top of the plan

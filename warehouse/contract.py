@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.1"  # 1.1: TaskSpec.tool_schemas
-KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1")  # rows written by these still read back
+SCHEMA_VERSION = "1.2"  # 1.1: TaskSpec.tool_schemas; 1.2: scenario_id and session on tasks and episodes
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2")  # rows written by these still read back
 
 Split = Literal["train", "dev", "test", "challenge"]
 Actor = Literal["planner", "subagent", "user", "harness"]
@@ -74,6 +74,9 @@ class TaskSpec(_Record):
     capabilities: list[str] = Field(default_factory=list)
     split: Split = "train"
     generator_version: str = "0"
+    # a scenario: several sessions of one user sharing memory; it succeeds only if every session does
+    scenario_id: str = ""
+    session: int = 1
     schema_version: str = SCHEMA_VERSION
 
 
@@ -142,6 +145,8 @@ class Episode(_Record):
     round_id: str
     batch_id: str
     source: Literal["collected", "external"] = "collected"
+    scenario_id: str = ""  # the task's scenario ("" for a single-session task)
+    session: int = 1
     generator_version: str = "0"
     env_version: str = "0"
     policy_version: str = "0"
@@ -163,6 +168,10 @@ class FailureAttribution(_Record):
     type: str  # wrong_argument, skipped_step, early_finish, loop, minefield, ...
     step: int | None = None
     detail: str = ""  # e.g. the model server's own message when it refused a request
+    # what went wrong, in the team's taxonomy. model: decomposition, routing, argument_grounding,
+    # state_tracking, recovery, premature_finish; harness: missing_skill_guidance, tool_not_exposed,
+    # retrieval_miss, stale_memory, tool_fault, endpoint_error, harness_error
+    category: str = ""
 
 
 class Outcome(_Record):

@@ -111,6 +111,7 @@ class OpenAISettings(_Section):
     breaker_failures: int = Field(12, ge=1)  # consecutive failed attempts that mean "the endpoint is down"
     max_invalid_replies: int = Field(3, ge=1)  # unusable replies in a row that end an episode
     max_tokens: int | None = Field(None, ge=1)  # per reply (None: the endpoint's default)
+    max_steps: int | None = Field(None, ge=1)  # replies per episode (None: the task's own step budget)
     writer_rounds: int = Field(3, ge=1, le=10)  # tries of the model writer before the template wording
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # model -> price
 

@@ -19,7 +19,7 @@ from prefect.futures import as_completed, wait
 
 from flows.model_setup import StateJournal, log_refusals, make_engine, model_policy
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
-from flows.stages.write import load_tasks
+from flows.stages.write import load_later_sessions, load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
 from generators.planner import Plan
@@ -85,7 +85,10 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
         rnd = s.get(state.Round, round_id)
     slots = shard_slots(rnd.plan, key)
     tasks = load_tasks(store, round_id, [i for i, _ in slots])
-    records = collect_records(store, round_id, [(tasks[i], rollout) for i, rollout in slots], settings, started,
+    later = load_later_sessions(store, round_id, [t.scenario_id for t in tasks.values() if t.scenario_id])
+    # each session replays alone, so the sessions of a scenario may run concurrently
+    jobs = [(t, rollout) for i, rollout in slots for t in [tasks[i], *later.get(tasks[i].scenario_id, [])]]
+    records = collect_records(store, round_id, jobs, settings, started,
                               policy=rnd.plan.get("policy", {}).get("name", "scripted"), seed=rnd.seed)
     commit_records(store, round_id, key, records)
     return {"episodes": len(records), "successes": sum(r.outcome.success for r in records),

@@ -13,10 +13,9 @@ from curation.frame import episode_frame, prior_representatives, step_frame, ste
 from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
-from flows.model_setup import engine_config
+from flows.model_setup import engine_for
 from flows.progress import StepProgress
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
-from generators.models import Engine, OpenAIEndpoint
 from generators.models.blocking import BlockingEngine, EngineJudge
 from warehouse import killpoints, state
 from warehouse.errors import ConfigError
@@ -46,9 +45,8 @@ def judges_from(settings: Settings | None) -> list[EngineJudge]:
     c, limits = settings.curation, settings.openai
     if not c.judge_model:
         raise ConfigError("curation.judge_model must be set when curation.judge_base_url is")
-    engine = BlockingEngine(lambda: Engine(OpenAIEndpoint(base_url=c.judge_base_url, api_key=c.judge_api_key.get_secret_value(),
-                                                          model=c.judge_model, timeout_s=limits.timeout_s + 5),
-                                           engine_config(limits)))
+    engine = BlockingEngine(lambda: engine_for(limits, base_url=c.judge_base_url,
+                                               api_key=c.judge_api_key.get_secret_value(), model=c.judge_model))
     return [EngineJudge(f"judge-{i + 1}", engine, temperature=0.0 if c.judge_k == 1 else 0.7)
             for i in range(c.judge_k)]
 

@@ -10,6 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.model_setup import StateJournal, log_refusals, make_engine
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
+from generators.collect import later_sessions
 from generators.phone.families import get_family
 from generators.planner import Plan
 from generators.task_batch import MAX_SEED_TRIES, write_slot
@@ -27,9 +28,10 @@ TASKS_KEY = "batch-0000"
 
 def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings | None = None) -> list[TaskSpec]:
     """The round's tasks: loaded if committed, else written (seeds a family rejects are
-    replaced by the next seed) and committed as one shard."""
+    replaced by the next seed) and committed as one shard; a scenario's later sessions come
+    after every first session."""
     if TASKS_KEY in store.done_keys(round_id, "tasks"):
-        return [t for _, t in sorted(load_tasks(store, round_id).items())]
+        return list(iter_records(store.duck([round_id]), "tasks"))
     plan = Plan.from_dict(plan_data)
     writer = TemplateWriter()
     tasks: list[TaskSpec] = []
@@ -47,6 +49,9 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
                 f"see 'flywheel gate --family {slot.family}'"
             )
         tasks.append(written.task)
+    kept = len(tasks)  # the gate keeps or rejects a scenario as a whole; its later sessions are stored too and
+    # collection runs them with their first session
+    tasks += [t for task in list(tasks) for t in get_family(task.family).scenario(task, writer)[1:]]
     if plan_data.get("writer") == "openai":
         tasks = word_tasks_with_model(store, round_id, tasks, settings)
     # The batch's gate counts are saved before the tasks are committed: once the tasks
@@ -56,7 +61,7 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
         state.save_batch(
             session=s,
             batch=state.Batch(
-                id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=len(tasks), rejections=rejections
+                id=f"{round_id}-b0", round_id=round_id, tasks_tried=tried, tasks_kept=kept, rejections=rejections
             ),
         )
     killpoints.reached("tasks.gated")
@@ -65,15 +70,25 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
 
 
 def load_tasks(store: Store, round_id: str, indices: list[int] | None = None) -> dict[int, TaskSpec]:
-    """The round's committed tasks by their index in the batch (all, or only ``indices``):
+    """The round's committed first sessions by their index in the batch (all, or only ``indices``):
     a shard converts only the tasks it runs, not every task of the round."""
     con = store.duck([round_id])
-    ids = [t for (t,) in con.execute("SELECT task_id FROM tasks ORDER BY task_id").fetchall()]
+    # later sessions are not slots: they run with their first session
+    ids = [t for (t,) in con.execute("SELECT task_id FROM tasks WHERE session = 1 ORDER BY task_id").fetchall()]
     indices_of: dict[str, list[int]] = {}
     for i in range(len(ids)) if indices is None else sorted(set(indices)):
         indices_of.setdefault(ids[i], []).append(i)
     found = iter_records(con, "tasks", "task_id IN (SELECT unnest(?))", [list(indices_of)])
     return {i: t for t in found for i in indices_of[t.task_id]}
+
+
+def load_later_sessions(store: Store, round_id: str, scenario_ids: list[str]) -> dict[str, list[TaskSpec]]:
+    """Per scenario id, its committed sessions after the first, in order."""
+    if not scenario_ids:
+        return {}
+    con = store.duck([round_id])
+    return later_sessions(list(iter_records(con, "tasks", "session > 1 AND scenario_id IN (SELECT unnest(?))",
+                                            [sorted(set(scenario_ids))])))
 
 
 def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], settings: Settings) -> list[TaskSpec]:

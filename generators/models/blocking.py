@@ -59,6 +59,8 @@ class EngineJudge:
     name: str
     engine: BlockingEngine
     temperature: float = 0.0
+    max_tokens: int = 256  # a verdict is one JSON object and a sentence; a rambling model cannot hold curation up
 
     def reply(self, messages: list[dict[str, str]]) -> str:
-        return self.engine.complete(ChatRequest(messages=list(messages), temperature=self.temperature)).content or ""
+        request = ChatRequest(messages=list(messages), temperature=self.temperature, max_tokens=self.max_tokens)
+        return self.engine.complete(request).content or ""

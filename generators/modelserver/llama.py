@@ -48,14 +48,18 @@ def shipped_gguf(venv: Path) -> Path:
 class LlamaServer:
     """A running llama.cpp server on 127.0.0.1; ``close`` (or leaving the ``with``) stops it."""
 
-    def __init__(self, venv: Path, *, n_ctx: int = 8192, threads: int = 2, start_timeout_s: float = 120.0):
+    def __init__(self, venv: Path, *, n_ctx: int = 8192, threads: int = 1, start_timeout_s: float = 120.0):
+        """``threads`` for both generation and prompt evaluation: llama.cpp's threads wait for each other
+        by spinning, so on a busy machine two of them on two cores run several times slower than one
+        (a first planner prompt: 80 s against 18 s, at a load of 10 on 2 cores)."""
         self.port = free_port()
         self.root = f"http://127.0.0.1:{self.port}"
         # a file, not a pipe: the server prints a traceback per refused request, and a full pipe would stall it
         self.log = tempfile.TemporaryFile(mode="w+")
         args = [str(venv / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(shipped_gguf(venv)),
                 "--model_alias", MODEL_ALIAS, "--chat_format", CHAT_FORMAT, "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--verbose", "False"]
+                "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+                "--n_threads_batch", str(threads), "--verbose", "False"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, text=True)
         deadline = monotonic() + start_timeout_s
         while not self._answers():

@@ -27,11 +27,12 @@ def budget_warning(left: int) -> str:
     return f"Only {left} steps left in the step budget: finish soon, reporting what is done."
 
 
-def apply_action(world: World, task: TaskSpec, action: Action) -> tuple[str, dict[str, Any]]:
+def apply_action(world: World, task: TaskSpec, action: Action, user: Any = None) -> tuple[str, dict[str, Any]]:
     """The one step function of the phone: what ``action`` does to ``world``.
 
     Returns the action's effective kind (a model may call ask_user or finish as a tool)
-    and the reply (``{"ok", "data"}`` or ``{"ok": False, "error"}``). Collection
+    and the reply (``{"ok", "data"}`` or ``{"ok": False, "error"}``); ``user`` answers ask_user
+    (a ModelUser), else the scripted user does. Collection
     (:meth:`PhoneEnv.step`, which adds the diff, hash, notices and verification) and replay
     (:func:`replay_final_hash`) both go through it, so they cannot drift apart."""
     kind = action.kind
@@ -48,7 +49,9 @@ def apply_action(world: World, task: TaskSpec, action: Action) -> tuple[str, dic
         return kind, {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": problem[0], "retryable": False,
                                              "hint": f"expected {problem[1]}"}}
     if kind == "ask_user":
-        answer = scripted_user_reply(task, action.arguments["question"], action.arguments.get("options"))
+        question, options = action.arguments["question"], action.arguments.get("options")
+        answer = (user.reply(task, question, options) if user is not None
+                  else scripted_user_reply(task, question, options))
         return kind, {"ok": True, "data": {"answer": answer}}
     return kind, {"ok": True, "data": {"status": action.arguments["status"]}}
 
@@ -69,8 +72,9 @@ def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | No
 class PhoneEnv:
     """The simulated phone for one task. Call ``reset`` first, then ``step`` until done."""
 
-    def __init__(self, task: TaskSpec, family: Family | None = None):
+    def __init__(self, task: TaskSpec, family: Family | None = None, user: Any = None):
         self.task = task
+        self.user = user  # answers ask_user: a ModelUser when an endpoint is set, else the scripted user
         self.family = family or get_family(task.family)
         self.world: World | None = None
 
@@ -102,7 +106,7 @@ class PhoneEnv:
         if self.world is None or self.done:
             raise RuntimeError("call reset() before step(), and do not step a finished episode")
         world, index = self.world, self.steps
-        kind, reply = apply_action(world, self.task, action)
+        kind, reply = apply_action(world, self.task, action, self.user)
         if kind == "tool_call" or kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
             self._record(index, action, reply, tool=kind if kind == "ask_user" else None)
         if kind == "finish" and reply["ok"]:
@@ -113,6 +117,8 @@ class PhoneEnv:
         # only the tools of an app change its tables (tests keep this true), so only those are copied
         tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
         touched = world.app_tables(tool.app) if tool else []
+        if world.wide:  # a macro, a sub-agent or an automation reached beyond one app
+            touched, world.wide = list(world.tables), False
         after = {**self._last, **world.snapshot(touched)}
         delta = world.diff({n: self._last[n] for n in touched}, {n: after[n] for n in touched})
         for name in {c["table"] for c in delta}:  # only changed tables are hashed again
@@ -145,6 +151,10 @@ class PhoneEnv:
         elif not self.done and left == 2:
             notices.append(budget_warning(left))
         return notices
+
+    def state_hash(self) -> str:
+        """The world's state hash from the table digests ``step`` keeps current (no full recomputation)."""
+        return self.world.state_hash(self._digests)
 
     def evaluate(self) -> tuple[list[RequirementResult], bool, float, list[str]]:
         """Score the episode so far: (results, success, progress, minefields)."""

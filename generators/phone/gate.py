@@ -94,7 +94,7 @@ def gate_report(families: list[Family], seeds: int, difficulty: int | None = Non
         kept, rejections = 0, {}
         for seed in range(seeds):
             level = difficulty or 1 + seed % family.max_difficulty
-            reason = gate_reason(family, family.make_task(seed, level, knobs=own))
+            reason = family.gate(family.make_task(seed, level, knobs=own))
             if reason is None:
                 kept += 1
             else:

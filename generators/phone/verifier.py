@@ -17,6 +17,7 @@ from warehouse.contract import Action, Feedback, Requirement, RequirementResult,
 from warehouse.ids import canonical_json
 
 from generators.phone.checks_calls import CALL_CHECKS
+from generators.phone.checks_services import SERVICE_CHECKS
 from generators.phone.matching import args_match, fields_match, normalise
 from generators.phone.timeparse import parse_time
 from generators.phone.tools import PhoneError, tool_kind
@@ -140,6 +141,7 @@ CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
     "order": _check_order,
     "finish_status": _check_finish_status,
     **CALL_CHECKS,
+    **SERVICE_CHECKS,
 }
 
 

@@ -22,6 +22,10 @@ from warehouse.ids import canonical_json, digest
 DEFAULT_START = datetime(2026, 3, 2, 9, 0)  # a Monday morning
 DEFAULT_TICK = timedelta(seconds=30)  # virtual time one tool call takes
 
+# functions run when the clock passes ``World.next_due`` (the automation agent registers one)
+DUE_HOOKS: list[Any] = []
+
+EMPTY_TABLE_DIGEST = digest([])
 Row = dict[str, Any]
 Snapshot = dict[str, dict[str, Row]]
 
@@ -79,6 +83,8 @@ class World:
         # the fault plan: [{"tool", "code", "times", "skip"?}]; a fault fires on the tool's
         # next ``times`` calls that pass its requirements, after ``skip`` calls went through
         self.faults: list[dict[str, Any]] = []
+        self.next_due: datetime | None = None  # the earliest scheduled automation, if any
+        self.wide = False  # set when something beyond one app's tables changed (a macro, an automation)
 
     # -- tables -------------------------------------------------------------
     def add_table(self, name: str, key: str, incidental: tuple[str, ...] = (), app: str = "",
@@ -109,6 +115,9 @@ class World:
     def advance(self, steps: int = 1) -> datetime:
         """Move the virtual clock forward by ``steps`` ticks and return the new time."""
         self.now = self.now + self.tick * steps
+        if self.next_due is not None and self.now >= self.next_due:
+            for hook in DUE_HOOKS:
+                hook(self)
         return self.now
 
     def log(self, kind: str, **data: Any) -> None:
@@ -119,6 +128,8 @@ class World:
     def table_digest(self, name: str) -> str:
         """Digest of one table's essential rows, sorted by key."""
         t = self.tables[name]
+        if not t.rows:  # most worlds leave most service tables empty
+            return EMPTY_TABLE_DIGEST
         return digest([t.essential(t.rows[k]) for k in sorted(t.rows)])
 
     def state_hash(self, table_digests: dict[str, str] | None = None) -> str:
@@ -160,6 +171,7 @@ class World:
         other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
         other.counters = dict(self.counters)
         other.faults = [dict(f) for f in self.faults]
+        other.next_due, other.wide = self.next_due, self.wide
         return other
 
     def take_fault(self, tool: str) -> dict[str, Any] | None:

@@ -28,6 +28,18 @@ DEFAULT_ERROR_RATES: dict[str, float] = {
     "recovery": 0.20,
     "clarification": 0.28,
     "cross_app": 0.22,
+    # the agent services: per-capability skill levels, memory the weakest as in MobilePA-Bench
+    "memory": 0.30,
+    "memory_recall": 0.12,
+    "memory_write": 0.12,
+    "multi_session": 0.05,
+    "skills": 0.15,
+    "skill_gating": 0.08,
+    "skill_authoring": 0.12,
+    "subagents": 0.12,
+    "delegation": 0.08,
+    "all": 0.10,
+    "long_horizon": 0.12,
 }
 # mistake kind -> relative frequency; repeated_failing_call is the one an agent recovers from
 MISTAKES: dict[str, float] = {
@@ -50,6 +62,7 @@ class ScriptedPolicy:
     version = "0.1"
     model = ""
     max_invalid_replies = 3  # never reached: a script makes no unusable replies
+    max_steps = None  # a script stops within the step budget on its own
 
     def __init__(self, error_rates: dict[str, float] | None = None, seed: int = 0):
         self.error_rates = dict(DEFAULT_ERROR_RATES if error_rates is None else error_rates)
@@ -114,6 +127,10 @@ def _with_mistake(kind: str | None, task: TaskSpec, family: Family, ref: list[Ac
         plan[a], plan[b] = plan[b], plan[a]
         return kind, plan
     if kind == "skipped_step":
+        loads = [i for i, a in enumerate(plan) if a.tool == "load_skill"]
+        if loads and rng.random() < 0.5:  # the guidance skipped: its gated tool then fails SKILL_NOT_LOADED
+            del plan[loads[0]]
+            return kind, plan
         asks = [i for i, a in enumerate(plan) if a.kind == "ask_user"]
         # the step a hasty agent skips is the question: it acts on its own guess
         del plan[asks[0] if asks else rng.choice(writes)]

@@ -24,6 +24,8 @@ SYSTEM = (
     'Reply with JSON only: {"instruction": "..."}'
 )
 MAX_CHARS = 600
+# a 600-character instruction in its JSON fits; a model that rambles on cannot hold the round up
+MAX_REPLY_TOKENS = 256
 
 
 def _norm(text: str) -> str:
@@ -111,7 +113,8 @@ async def word_with_model(task: TaskSpec, engine: Engine, journal: Any, *, round
     messages = writer_messages(task, task.instruction)
     for attempt in range(rounds):
         try:
-            reply = await engine.journaled(journal, key, attempt, ChatRequest(messages=list(messages), temperature=0.9),
+            reply = await engine.journaled(journal, key, attempt, ChatRequest(messages=list(messages), temperature=0.9,
+                                                                                max_tokens=MAX_REPLY_TOKENS),
                                            known=journaled)
         except (TransientFailure, RequestRejected):  # the engine counted it; the template wording stands
             return task

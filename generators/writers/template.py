@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators.writers.wordings_apps import WORDINGS as APP_WORDINGS
+from generators.writers.wordings_services import WORDINGS as SERVICE_WORDINGS
 from generators.writers.wordings_tool_use import WORDINGS as TOOL_USE_WORDINGS
 
 
@@ -67,6 +68,7 @@ WORDINGS: dict[str, dict[str, str]] = {
 WORDINGS.update(TOOL_USE_WORDINGS)
 for _family, _wordings in APP_WORDINGS.items():  # the variants that put the other apps to work
     WORDINGS.setdefault(_family, {}).update(_wordings)
+WORDINGS.update(SERVICE_WORDINGS)
 
 
 def change_phrase(change: dict[str, Any]) -> str:

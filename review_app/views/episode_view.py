@@ -221,7 +221,8 @@ def _outcome(view: EpisodeView) -> None:
             st.caption(
                 f"termination **{out.termination}** · progress {out.progress:.2f} · {out.steps} steps · "
                 f"efficiency {out.efficiency:.2f}"
-                + (f" · failure: {out.failure.side}/{out.failure.type} at step {out.failure.step}" if out.failure else "")
+                + (f" · failure: {out.failure.side}/{out.failure.category or out.failure.type} ({out.failure.type}) "
+                   f"at step {out.failure.step}" if out.failure else "")
             )
             if out.final_answer is not None:
                 st.caption(f"final answer: {json.dumps(out.final_answer, ensure_ascii=False, default=str)[:300]}")

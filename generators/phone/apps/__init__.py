@@ -15,6 +15,7 @@ from warehouse.ids import digest
 
 from generators.phone.apps import (calendar, calls, clock, contacts, device, files, mail, media, messages, notes, shop,
                                    travel, wallet)
+from generators.phone.services import install_services
 from generators.phone.world import World
 
 CONTENT_APPS = (contacts, calls, calendar, clock, messages, mail, notes, files, wallet, shop, travel, media)
@@ -27,6 +28,7 @@ def install_all(world: World, settings: dict[str, Any] | None = None, denied: tu
     device.install(world, settings, denied)
     for app in CONTENT_APPS:
         app.install(world)
+    install_services(world)
     if seeded:
         for app in SEEDED_APPS:
             app.seed(world, random.Random(int(digest([world.seed, app.__name__], 12), 16)))

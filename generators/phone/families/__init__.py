@@ -11,9 +11,18 @@ from generators.phone.families.f03_device_order import DeviceOrder
 from generators.phone.families.f04_recover import RecoverPrerequisite
 from generators.phone.families.f05_ask_or_decline import AskOrDecline
 from generators.phone.families.f06_carry_over import CarryOver
+from generators.phone.families.f07_memory_act import MemoryAct
+from generators.phone.families.f08_memory_update import MemoryUpdate
+from generators.phone.families.f09_remember_later import RememberLater
+from generators.phone.families.f10_skill_use import SkillUse
+from generators.phone.families.f11_skill_author import SkillAuthor
+from generators.phone.families.f12_delegate import Delegate
+from generators.phone.families.f13_errand import Errand
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
-                                                  AskOrDecline(), CarryOver())}
+                                                  AskOrDecline(), CarryOver(), MemoryAct(),
+                                                  MemoryUpdate(), RememberLater(), SkillUse(),
+                                                  SkillAuthor(), Delegate(), Errand())}
 
 
 def split_for_template(family_id: str, template: str) -> Split:

@@ -130,6 +130,8 @@ class Family:
     splits: dict[str, Split] = {}
     tools: tuple[str, ...] = ()
     max_difficulty: int = 3
+    hidden_tools: tuple[str, ...] = ()  # same-app tools never offered (the task is to delegate what they do)
+    sessions: int = 1  # sessions of one scenario (they share the user's memory)
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
     apart: tuple[Variant, ...] = ()  # variants with hooks of their own (their templates are added)
     hard_claims: bool = False  # a claim citing a fact no call returned fails the task, not only costs progress
@@ -186,11 +188,13 @@ class Family:
 
     # -- the public interface ------------------------------------------------
     def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None,
-                  knobs: dict[str, int] | None = None) -> TaskSpec:
+                  knobs: dict[str, int] | None = None, session: int = 1) -> TaskSpec:
         """A complete, verifiable task from a seed; template and params depend on the seed only.
 
         ``knobs`` sets single difficulty knobs apart from ``difficulty`` (e.g. ``{"noise": 3}``).
         A variant held out as ``challenge`` is always made at the highest difficulty.
+        A family with several ``sessions`` makes one task per session of a scenario (same
+        template, params and split); later sessions are worded from ``<variant>.s<n>.<wording>``.
         """
         writer = writer or TemplateWriter()
         rng = random.Random(digest([self.id, "params", seed]))
@@ -205,11 +209,14 @@ class Family:
         private["knobs"] = levels
         # a knob set apart from the difficulty builds another world, so it is another task
         moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
+        first = task_id(self.id, f"{template}+{moved}" if moved else template, seed, difficulty)
+        variant, _, wording = template.partition(".")
         task = TaskSpec(
-            task_id=task_id(self.id, f"{template}+{moved}" if moved else template, seed, difficulty),
-            family=self.id, template=template, seed=seed,
+            task_id=first if session == 1 else f"{first}-s{session}", scenario_id=first if self.sessions > 1 else "",
+            session=session, family=self.id, template=template, seed=seed,
             difficulty=difficulty, public_params=public, private_params=private,
-            instruction=writer.word(self.id, template, public), writer=writer.name, tools=list(self.tools),
+            instruction=writer.word(self.id, template if session == 1 else f"{variant}.s{session}.{wording}", public),
+            writer=writer.name, tools=list(self.tools),
             faults=private.pop("faults", []),
             capabilities=[self.capability, *self.tags], split=split,
             generator_version=GENERATOR_VERSION,
@@ -225,6 +232,14 @@ class Family:
         task.step_budget = step_budget(len(reference))
         return task
 
+    def scenario(self, task: TaskSpec, writer: Writer | None = None) -> list[TaskSpec]:
+        """Every session of the task's scenario, in order (just the task for a one-session family)."""
+        if self.sessions == 1:
+            return [task]
+        knobs = {k: v for k, v in task.private_params.get("knobs", {}).items() if v != task.difficulty}
+        return [task if n == task.session else self.make_task(task.seed, task.difficulty, writer, knobs or None, n)
+                for n in range(1, self.sessions + 1)]
+
     def exposed_tools(self, task: TaskSpec, reference: list[Action]) -> list[str]:
         """About TOOLS_PER_TASK tools: the ones the reference needs, the family's own list (its
         tempting neighbours), then other tools of the same apps; shuffled so order gives nothing away."""
@@ -234,7 +249,7 @@ class Family:
         chosen = list(dict.fromkeys([*needed, *neighbours]))
         apps = {TOOLS[t].app for t in chosen}
         rng = random.Random(digest([task.task_id, "tools"]))
-        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen]
+        spare = [t for t in sorted(TOOLS) if TOOLS[t].app in apps and t not in chosen and t not in self.hidden_tools]
         rng.shuffle(spare)
         chosen += spare[: max(0, TOOLS_PER_TASK - len(chosen))]
         if len(chosen) < MIN_TOOLS:  # a small app (the clock): the family's usual tools fill the list
@@ -287,9 +302,12 @@ class Family:
         return world, world.diff(before)
 
     def gate(self, task: TaskSpec) -> str | None:
-        """None if the task passes the generation gate, else why it is rejected."""
+        """None if the task (every session of its scenario, for the first) passes the generation gate,
+        else why it is rejected."""
         from generators.phone.gate import gate_reason  # the gate runs PhoneEnv, which imports families
 
+        if self.sessions > 1 and task.session == 1:  # a scenario is kept only if every session passes
+            return next((r for r in (gate_reason(self, t) for t in self.scenario(task)) if r), None)
         return gate_reason(self, task)
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:

@@ -1,0 +1,40 @@
+"""Held-out instances for agent-authored skills: a fresh world the skill has never seen.
+
+The verifier re-runs a saved skill here with new arguments and checks what it changed;
+a skill that only replays the calls of its own episode (hard-coded ids, text) fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.phone.apps import install_all
+from generators.phone.apps.contacts import add_contact
+from generators.phone.tools import PhoneError
+from generators.phone.world import World
+
+
+def heldout_world(p: dict[str, Any]) -> World:
+    """A fresh world from ``p["seed"]`` with the rows ``p["setup"]`` lists (contacts for now)."""
+    world = World(seed=int(p["seed"]))
+    install_all(world)
+    for c in p.get("setup", {}).get("contacts", []):
+        add_contact(world, c["first_name"], c["last_name"], phone=c.get("phone", ""), email=c.get("email", ""))
+    return world
+
+
+def rerun_saved_skill(skill: dict[str, Any], p: dict[str, Any]) -> tuple[bool, str]:
+    """Run ``skill``'s macro on the held-out world with ``p["arguments"]``; check ``p["expect"]`` (a state diff)."""
+    from generators.phone.services.skills import run_macro
+    from generators.phone.verifier import CHECKS
+
+    world = heldout_world(p)
+    before = world.snapshot()
+    try:
+        run_macro(world, skill, dict(p["arguments"]))
+    except PhoneError as e:
+        return False, f"the saved skill fails on a fresh instance: {e.code}: {e.message}"
+    except (KeyError, TypeError, ValueError) as e:  # a malformed macro is the agent's mistake, reported as such
+        return False, f"the saved skill cannot run on a fresh instance: {type(e).__name__}: {e}"
+    ok, detail = CHECKS["state_diff"](p["expect"], changes=world.diff(before))
+    return ok, "" if ok else f"on a fresh instance: {detail}"
