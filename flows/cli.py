@@ -108,7 +108,7 @@ def run(
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     settings = _settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
                          openai=openai_over or None)
-    from flows.stages import selected_families
+    from flows.planning import selected_families
     from warehouse.store import Store
 
     selected_families(settings)  # an unknown family fails here, before anything starts
@@ -323,8 +323,7 @@ def feedback(
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
-    from flows.planning import refresh_proposal
-    from flows.stages import selected_families
+    from flows.planning import refresh_proposal, selected_families
     from flows.views import feedback_json, print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
@@ -353,9 +352,8 @@ def eval_(
     """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
     results as feedback; dev results steer the next plan, test results are reported only."""
     from flows.eval_cmd import plan_eval, run_eval
-    from flows.planning import refresh_proposal
+    from flows.planning import refresh_proposal, selected_families
     from flows.progress import RoundProgress
-    from flows.stages import selected_families
     from flows.views import print_eval
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
@@ -388,8 +386,7 @@ def plan(
 ) -> None:
     """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
     round would run, each number with its reason; stores the planner's proposal for the release page."""
-    from flows.planning import plan_view, refresh_proposal
-    from flows.stages import selected_families
+    from flows.planning import plan_view, refresh_proposal, selected_families
     from flows.views import print_plan
 
     settings, store = _existing_store(config, data_dir, state_url)

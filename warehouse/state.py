@@ -133,6 +133,8 @@ def _lost_database(url: str):
         if ctx.is_pre_ping:  # the pool reconnects by itself when a pooled connection was cut
             return
         text = first_line(ctx.original_exception)
+        if "disk is full" in text.lower():  # SQLite's words for a full disk (or a size cap it was given)
+            text += " (no space left on the device?)"
         if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
             raise StateError(f"the state database {redact(url)} failed: {text}; "
                              "rerun the same command once it is back (nothing committed is lost)") \

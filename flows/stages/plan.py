@@ -9,24 +9,13 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from flows.planning import next_plan
+from flows.planning import next_plan, selected_families
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
-from generators.phone.families import FAMILIES, get_family
 from generators.planner import Plan
 from warehouse import state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
-
-
-def selected_families(settings: Settings) -> list[str]:
-    ids = settings.round.families or sorted(FAMILIES)
-    for fid in ids:
-        try:
-            get_family(fid)
-        except KeyError as exc:
-            raise ConfigError(f"unknown family {fid!r} (known: {', '.join(sorted(FAMILIES))})") from exc
-    return ids
 
 
 def policy_of(settings: Settings) -> dict[str, str]:
