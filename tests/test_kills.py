@@ -76,7 +76,8 @@ def _cases(command: str) -> list[str]:
 def test_a_round_killed_at_a_point_then_rerun_equals_a_clean_round(tmp_path, prefect_server, clean, point):
     _killed_then_rerun(tmp_path, prefect_server, ROUND, point)
     episodes = _episodes(tmp_path / "flywheel-data")
-    assert len(episodes) == len(set(episodes)) == 40
+    # 40 planned, plus the later sessions of F09's two-session scenarios
+    assert len(episodes) == len(set(episodes)) == len(clean["episodes"]) >= 40
     assert episodes == clean["episodes"]
     done = flywheel(*EXPORT, env=_env(prefect_server), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
