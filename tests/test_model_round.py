@@ -25,8 +25,10 @@ def _model_args(server, *extra: str) -> list[str]:
 
 
 def _fast_env(prefect_server, **extra: str) -> dict[str, str]:
+    # these count exact episodes, and a two-session scenario (F09) adds its later session on top of
+    # --episodes, so the rounds here keep to the single-session families F01-F06
     base = {"FLYWHEEL_OPENAI__TIMEOUT_S": "0.5", "FLYWHEEL_OPENAI__BACKOFF_S": "0.02",
-            "FLYWHEEL_OPENAI__BACKOFF_MAX_S": "0.2"}
+            "FLYWHEEL_OPENAI__BACKOFF_MAX_S": "0.2", "FLYWHEEL_ROUND__FAMILIES": '["F01","F02","F03","F04","F05","F06"]'}
     return cli_env(prefect_server, **{**base, **extra})
 
 
