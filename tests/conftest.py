@@ -128,6 +128,16 @@ def prefect_server(tmp_path_factory) -> Iterator[str]:
         proc.kill()
 
 
+def single_session_families() -> str:
+    """Every family whose scenario is one session, as FLYWHEEL_ROUND__FAMILIES takes them: tests that
+    count exact episodes use it (a multi-session family's later sessions come on top of --episodes)."""
+    import json
+
+    from generators.phone.families import FAMILIES
+
+    return json.dumps(sorted(f for f, fam in FAMILIES.items() if fam.sessions == 1))
+
+
 def cli_env(prefect_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLYWHEEL_")}
     if prefect_url:

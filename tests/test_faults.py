@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from tests.conftest import cli_env, flywheel, flywheel_executable, wait_for
+from tests.conftest import cli_env, flywheel, flywheel_executable, single_session_families, wait_for
 from tests.private_postgres import private_postgres
 from warehouse import state
 from warehouse.shards import file_checksum
@@ -29,9 +29,9 @@ pytestmark = pytest.mark.slow
 ROUND = ("run", "--episodes", "20", "--seed", "9", "--no-progress")
 
 
-# The faults do not depend on the families; these count exact episodes, and the two-session
-# scenarios (F09) add their later sessions on top of --episodes, so the rounds here keep to F01-F06.
-SINGLE_SESSION = '["F01","F02","F03","F04","F05","F06"]'
+# The faults do not depend on the families; these tests count exact episodes, and a multi-session
+# scenario's later sessions come on top of --episodes, so the rounds here keep to one-session families.
+SINGLE_SESSION = single_session_families()
 
 
 def _env(prefect_server: str | None, **extra: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episode
-from generators.models import ChatReply, Engine, EngineConfig, EndpointDown, FakeEndpoint, TransientFailure
+from generators.models import ChatReply, EndpointDown, Engine, EngineConfig, FakeEndpoint, TransientFailure
 from generators.models.endpoint import ChatRequest, ToolCall
 from generators.models.limits import RateLimiter
 from generators.phone.families import FAMILIES
@@ -278,3 +278,15 @@ def test_model_writer_refuses_a_leaked_answer():
     assert ok is None and "hidden value" in why
     ok, why = check_instruction(json.dumps({"instruction": f"Count my {company} contacts"}), task, task.instruction)
     assert ok == f"Count my {company} contacts" and why == ""
+
+
+def test_model_writer_refuses_an_instruction_with_none_of_the_tasks_words_when_it_has_no_values():
+    from generators.writers.model_writer import check_instruction, required_values
+
+    tasks = [t for f in ("F12", "F13") for t in (FAMILIES[f].make_task(s, 1) for s in range(30))]
+    bare = next(t for t in tasks if not required_values(t, t.instruction))
+    ok, why = check_instruction(json.dumps({"instruction": "Could you sort that out on my phone?"}), bare,
+                                bare.instruction)
+    assert ok is None and "none of the task's words" in why
+    ok, why = check_instruction(json.dumps({"instruction": "Hey, " + bare.instruction}), bare, bare.instruction)
+    assert ok and why == ""

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from generators.modelserver import FaultConfig, serve_in_thread
-from tests.conftest import cli_env, flywheel, flywheel_executable, wait_for
+from tests.conftest import cli_env, flywheel, flywheel_executable, single_session_families, wait_for
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -25,10 +25,9 @@ def _model_args(server, *extra: str) -> list[str]:
 
 
 def _fast_env(prefect_server, **extra: str) -> dict[str, str]:
-    # these count exact episodes, and a two-session scenario (F09) adds its later session on top of
-    # --episodes, so the rounds here keep to the single-session families F01-F06
+    # exact episode counts: one-session families (a multi-session scenario adds its later sessions)
     base = {"FLYWHEEL_OPENAI__TIMEOUT_S": "0.5", "FLYWHEEL_OPENAI__BACKOFF_S": "0.02",
-            "FLYWHEEL_OPENAI__BACKOFF_MAX_S": "0.2", "FLYWHEEL_ROUND__FAMILIES": '["F01","F02","F03","F04","F05","F06"]'}
+            "FLYWHEEL_OPENAI__BACKOFF_MAX_S": "0.2", "FLYWHEEL_ROUND__FAMILIES": single_session_families()}
     return cli_env(prefect_server, **{**base, **extra})
 
 

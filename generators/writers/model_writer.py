@@ -13,10 +13,9 @@ import json
 import re
 from typing import Any
 
-from warehouse.contract import TaskSpec
-
 from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
+from warehouse.contract import TaskSpec
 
 SYSTEM = (
     "You write the instruction a phone user gives their assistant. Vary the wording like real people do "
@@ -71,6 +70,15 @@ def _private_values(task: TaskSpec, template_text: str) -> list[Any]:
     return out
 
 
+GENERIC_WORDS = frozenset({"about", "could", "would", "should", "please", "phone", "there", "their", "these",
+                           "those", "thing", "things", "something", "anything", "every", "which", "where"})
+
+
+def _content_words(text: str) -> set[str]:
+    """Words of five letters or more that say something (not "could", "please", "phone")."""
+    return {w for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in GENERIC_WORDS}
+
+
 def check_instruction(reply: str | None, task: TaskSpec, template_text: str) -> tuple[str | None, str]:
     """(the instruction, "") if the reply is acceptable, else (None, why)."""
     text = (reply or "").strip()
@@ -85,9 +93,15 @@ def check_instruction(reply: str | None, task: TaskSpec, template_text: str) -> 
     if len(instruction) > MAX_CHARS:
         return None, f"the instruction is longer than {MAX_CHARS} characters"
     said = _norm(instruction)
-    missing = [v for v in required_values(task, template_text) if _norm(v) not in said]
+    required = required_values(task, template_text)
+    missing = [v for v in required if _norm(v) not in said]
     if missing:
         return None, f"the instruction drops required value(s): {', '.join(missing)}"
+    topic = _content_words(template_text)
+    if not required and topic and not topic & _content_words(instruction):
+        # no value to check: at least one of the task's own words must remain, or "could you sort
+        # that out?" would pass for any task
+        return None, "the instruction keeps none of the task's words; say what is to be done"
     for leaf in _private_values(task, template_text):
         if isinstance(leaf, int | float):
             if re.search(rf"(?<![\d.]){re.escape(str(leaf))}(?![\d.])", instruction):
