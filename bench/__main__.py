@@ -32,15 +32,19 @@ class Bench:
 
 
 BENCHES = [
-    Bench("phone", "bench_phone.py", "5,000 env steps/s", "x >= 1", r"PhoneEnv\.step.*x(?P<ratio>[\d.]+) target"),
+    Bench("phone", "bench_phone.py", "20,000 steps/s/core", "x >= 1",
+          r"PhoneEnv\.step.*x(?P<ratio>[\d.]+) target"),
     Bench("engine", "bench_engine.py", "plain asyncio + openai", ">= 0.90", r"worst ratio (?P<ratio>[\d.]+)"),
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
     Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
           r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
     Bench("near duplicates", "bench_semantic.py", "5-gram only", "recall > 0.8, 0 false positives", r"^one meaning.*"),
     Bench("label studio", "bench_label_studio.py", "5,000 episodes", "push and pull finish", r"episodes pushed in.*"),
+    Bench("parallel round", "bench_round.py", "workers = 1", "<= 0.6", r"ratio workers=2 / workers=1: (?P<ratio>[\d.]+)"),
     Bench("flywheel", "bench_flywheel.py", "uniform mix", "<= 0.60 of uniform's rounds",
           r"competence-aware(?: / uniform rounds: (?:< )?(?P<ratio>[\d.]+))?.*"),
+    Bench("s3 reads", "bench_s3.py", "DuckDB straight from S3", "< 1 (empty cache)",
+          r"empty cache / straight from S3: (?P<ratio>[\d.]+).*"),
 ]
 
 

@@ -139,7 +139,7 @@ def phase(kind: str, data_dir: Path, out_dir: Path, fmt: str | None) -> dict:
         from flows import stages
 
         rid = "r0001"
-        from flows.curate_stage import curate_round_cascade
+        from flows.stages.curate import curate_round_cascade
 
         res = curate_round_cascade(store, rid, stages.CURATE_KEY)
         info = {"out": res["funnel"]["out"], "steps": res["seconds"],

@@ -1,14 +1,20 @@
-"""How fast the simulated phone is, single core: tool calls per second and the cost of a world.
+"""How fast the simulated phone is, per core: verified steps per second and the cost of a world.
 
 Prints, side by side in one run:
-- raw tool calls per second (``call_tool`` on a world, no harness),
-- environment steps per second with the scripted policy (PhoneEnv: state delta, state
-  hash and per-step verification on every step), and their ratio to the 5,000/s target,
+- verified environment steps per second (PhoneEnv.step: the action, its state delta, the state
+  hash and the per-step verification), kept incrementally (what collection and the gate run)
+  and recomputed in full from the whole world (``incremental=False``, the definition), in CPU
+  time and in wall time, with the ratio of the two and the ratio to the 20,000 target;
+- raw tool calls per second (``call_tool`` on a world, no harness), and steps per second with a
+  reset per episode (a rollout's start);
+- episodes per second through ``run_episode`` (records built);
 - the cost of one world: build, copy, hash, snapshot, in microseconds.
 
-Times are CPU time of this process (one core), so that other work on a shared machine
-does not count against the phone. ``--quick`` runs a tiny smoke version (used by a
-test so the script cannot rot).
+The target is per core, so the rates are CPU time of this process (time.process_time): other
+work on a shared machine does not count against the phone. Wall time is printed beside it.
+The two modes run the same actions (the scripted policy's, planned beforehand so that planning
+is not timed) in alternating rounds, so that a busy spell of the machine falls on both.
+``--quick`` runs a tiny smoke version (used by a test so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import argparse
 import time
 from datetime import datetime
 
+from warehouse.contract import Action, TaskSpec
+
 from generators.collect import run_episode
 from generators.phone.env import PhoneEnv
 from generators.phone.families import FAMILIES
 from generators.phone.tools import call_tool
 from generators.policies import ScriptedPolicy
 
-TARGET = 5000  # tool calls per second on one core: the environment must never be the bottleneck
+TARGET = 20_000  # verified steps per second on one core: the environment must never be the bottleneck
 
 
 def _timed(fn, repeat: int) -> float:
@@ -34,34 +42,80 @@ def _timed(fn, repeat: int) -> float:
     return (time.process_time() - start) / repeat
 
 
-def bench(tasks_per_family: int, repeat: int) -> list[tuple[str, float, str]]:
-    """Rows of (measure, value, unit)."""
-    tasks = [f.make_task(seed, 1 + seed % 3) for f in FAMILIES.values() for seed in range(tasks_per_family)]
+def loop_ms() -> float:
+    """CPU milliseconds of a plain Python loop of a million additions (best of three): how fast this core
+    is right now, so that runs on a busy and a quiet machine can be told apart."""
+    best = float("inf")
+    for _ in range(3):
+        start, x = time.process_time(), 0
+        for i in range(1_000_000):
+            x += i
+        best = min(best, time.process_time() - start)
+    return 1000 * best
+
+
+def planned_episodes(tasks_per_family: int) -> list[tuple[TaskSpec, list[Action]]]:
+    """Each task with the scripted policy's actions for one rollout (the loop of run_episode)."""
     policy = ScriptedPolicy(seed=1)
-    calls = steps = 0
-    step_seconds = 0.0
+    out = []
+    for family in FAMILIES.values():
+        for seed in range(tasks_per_family):
+            task = family.make_task(seed, 1 + seed % 3)
+            env = PhoneEnv(task, family)
+            env.reset()
+            policy.start(task, 0)
+            actions, done = [], False
+            while not done:
+                actions.append(policy.next_action([]))
+                done = env.step(actions[-1])[2]
+            out.append((task, actions))
+    return out
+
+
+def step_rates(episodes: list[tuple[TaskSpec, list[Action]]], rounds: int) -> dict[str, dict[str, float]]:
+    """CPU and wall seconds of the steps alone, and of steps with their resets, per mode."""
+    totals = {mode: {"steps": 0, "cpu": 0.0, "wall": 0.0, "reset_cpu": 0.0} for mode in ("incremental", "full")}
+    for r in range(rounds + 1):  # round 0 warms the world caches and is not counted
+        for mode, t in totals.items():
+            envs = []
+            start = time.process_time()
+            for task, actions in episodes:
+                env = PhoneEnv(task, FAMILIES[task.family], incremental=mode == "incremental")
+                env.reset()
+                envs.append((env, actions))
+            reset_cpu = time.process_time() - start
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            steps = 0
+            for env, actions in envs:
+                for action in actions:
+                    env.step(action)
+                steps += len(actions)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            if r > 0:
+                t["steps"] += steps
+                t["cpu"] += cpu
+                t["wall"] += wall
+                t["reset_cpu"] += reset_cpu
+    return totals
+
+
+def bench(tasks_per_family: int, repeat: int, rounds: int) -> list[tuple[str, float, str]]:
+    """Rows of (measure, value, note); the last row is the summary line."""
+    episodes = planned_episodes(tasks_per_family)
+    rates = step_rates(episodes, rounds)
+    inc, full = rates["incremental"], rates["full"]
+    inc_cpu, full_cpu = inc["steps"] / inc["cpu"], full["steps"] / full["cpu"]
+    inc_wall, full_wall = inc["steps"] / inc["wall"], full["steps"] / full["wall"]
+    with_reset = inc["steps"] / (inc["cpu"] + inc["reset_cpu"])
+
+    policy = ScriptedPolicy(seed=1)
     start = time.process_time()
-    for task in tasks:  # the loop of generators.collect.run_episode, with the steps timed apart from reset
-        env = PhoneEnv(task, FAMILIES[task.family])
-        env.reset()
-        policy.start(task, 0)
-        done, history = False, []
-        while not done:
-            action = policy.next_action(history)
-            t0 = time.process_time()
-            feedback, verification, done = env.step(action)
-            step_seconds += time.process_time() - t0
-            steps += 1
-            calls += action.kind == "tool_call"
-        env.evaluate()
-    env_seconds = time.process_time() - start
-    start = time.process_time()
-    for task in tasks:
+    for task, _ in episodes:
         run_episode(task, policy, rollout=0, round_id="bench", batch_id="bench", created_at=datetime(2026, 3, 1))
     record_seconds = time.process_time() - start
 
     raw_calls, raw_seconds = 0, 0.0
-    for task in tasks:
+    for task, _ in episodes:
         family = FAMILIES[task.family]
         world = family.build_world(task)
         actions = [a for a in family.reference_actions(task) if a.kind == "tool_call"]
@@ -76,18 +130,23 @@ def bench(tasks_per_family: int, repeat: int) -> list[tuple[str, float, str]]:
     task = family.make_task(0, 3)
     world = family.build_world(task)
     rows = sum(len(t.rows) for t in world.tables.values())
+    steps_each = inc["steps"] / rounds / len(episodes)
     return [
-        ("raw tool calls / s (call_tool)", raw_calls / raw_seconds, f"x{raw_calls / raw_seconds / TARGET:.1f} target"),
-        ("env tool calls / s (PhoneEnv.step, verified)", calls / step_seconds,
-         f"x{calls / step_seconds / TARGET:.1f} target"),
-        ("env tool calls / s (with reset per episode)", calls / env_seconds,
-         f"x{calls / env_seconds / TARGET:.1f} target; {steps / len(tasks):.1f} steps/episode"),
-        ("episodes / s (run_episode, records built)", len(tasks) / record_seconds, f"{len(tasks)} episodes"),
+        ("raw tool calls / s (call_tool)", raw_calls / raw_seconds, "no harness"),
+        ("verified steps / s, full recomputation (CPU)", full_cpu, f"wall {full_wall:,.0f}/s"),
+        ("verified steps / s, incremental (wall)", inc_wall, f"x{inc_wall / full_wall:.1f} full's wall"),
+        ("verified steps / s, with a reset per episode (CPU)", with_reset,
+         f"{steps_each:.1f} steps/episode"),
+        ("episodes / s (run_episode, records built)", len(episodes) / record_seconds, f"{len(episodes)} episodes"),
         ("world build (us)", 1e6 * _timed(lambda: family.build_world(task), repeat), f"{rows} rows"),
         ("env reset, world cached (us)", 1e6 * _timed(PhoneEnv(task, family).reset, repeat), "a rollout's start"),
         ("world copy (us)", 1e6 * _timed(world.copy, repeat), ""),
-        ("world hash (us)", 1e6 * _timed(world.state_hash, repeat), ""),
+        ("world hash, from scratch (us)", 1e6 * _timed(world.state_hash, repeat), ""),
         ("world snapshot (us)", 1e6 * _timed(world.snapshot, repeat), ""),
+        ("this core: a million-addition Python loop (ms CPU)", loop_ms(), "to compare runs"),
+        ("verified steps / s per core (PhoneEnv.step, incremental, CPU)", inc_cpu,
+         f"x{inc_cpu / TARGET:.2f} target ({TARGET:,}); x{inc_cpu / full_cpu:.1f} full recomputation; "
+         f"{inc['steps']:,} steps"),
     ]
 
 
@@ -95,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run")
     args = parser.parse_args(argv)
-    rows = bench(2 if args.quick else 40, 3 if args.quick else 50)
+    rows = bench(2 if args.quick else 40, 3 if args.quick else 50, 1 if args.quick else 5)
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'value':>12}  note")
     for name, value, note in rows:

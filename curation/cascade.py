@@ -67,6 +67,14 @@ class CascadeResult:
     seconds: dict[str, float]
 
 
+def planner_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """``steps`` without the sub-agents' own rows (order kept, index renumbered)."""
+    if "actor" not in steps.columns or steps.empty:
+        return steps
+    delegated = steps["actor"].fillna("").astype(str).str.startswith("subagent").to_numpy()
+    return steps[~delegated].reset_index(drop=True) if delegated.any() else steps
+
+
 def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
     """Did the verifier pass the episode?"""
     ok = episodes["success"].fillna(False).to_numpy(dtype=bool)
@@ -81,11 +89,12 @@ def verified_marks(episodes: pd.DataFrame) -> pd.DataFrame:
     mark = np.where(ok, "verified", np.where(unknown, "unknown", "not_verified"))
     return marks_frame(episodes, "verified", mark, ok, reason,
                        [{"progress": float(p) if p == p else None, "termination": t}
-                        for p, t in zip(episodes["progress"], episodes["termination"])])
+                        for p, t in zip(episodes["progress"], episodes["termination"], strict=True)])
 
 
-def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> CascadeResult:
-    """Every step's marks for the episodes of ``inp``, and the funnel."""
+def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
+                on_step: Callable[[str], None] | None = None) -> CascadeResult:
+    """Every step's marks for the episodes of ``inp``, and the funnel (``on_step`` hears each step's name)."""
     ep, st = inp.episodes.reset_index(drop=True), inp.steps.reset_index(drop=True)
     seconds: dict[str, float] = {}
     out: list[pd.DataFrame] = []
@@ -94,12 +103,17 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
         t0 = time.perf_counter()
         res = fn(*args, **kw)
         seconds[name] = round(time.perf_counter() - t0, 3)
+        if on_step is not None and name in STEPS:
+            on_step(name)
         return res
 
-    calls = timed("signatures", call_columns, st)
     out.append(timed("verified", verified_marks, ep))
     schema = timed("schema", schema_marks, ep, st)
     out.append(schema)
+    # every later step judges what the planner did: a sub-agent's own steps (``subagent:<name>``) are
+    # the record of work it was handed, not calls to replay, repeat, count or dedup
+    st = planner_steps(st)
+    calls = timed("signatures", call_columns, st)
     sound = schema["passed"].to_numpy().copy()
     broken = set(ep["episode_id"][~sound])
     replay = timed("replay", replay_marks, ep, st, calls["args"].tolist(), inp.tasks, broken, inp.replay)
@@ -113,7 +127,7 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig()) -> C
     eligible = sound & exact["passed"].to_numpy()
     rate = ep.groupby("task_id")["success"].mean()
     if inp.prior_near is not None and len(inp.prior_near[0]):
-        prior_ep, prior_st = inp.prior_near
+        prior_ep, prior_st = inp.prior_near[0], planner_steps(inp.prior_near[1])
         near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
                      config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"], inp.embed)
     else:

@@ -59,12 +59,16 @@ class Tally:
         if getattr(review, "decision", None) == "approve" and reason != "held_out_split":
             self.name_approved(ep, reason, problem)
 
+    def count_failure(self, ep: Mapping[str, Any]) -> None:
+        """Count why ``ep`` failed ("side:category"), if it did."""
+        if ep.get("failure_side"):
+            self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
+
     def admit(self, ep: Mapping[str, Any], review: Decision | None, why: str | None) -> bool:
         """Count one episode seen (and why it failed, if it did); True if it goes on, else it is counted as left out: a
         held-out split first, then ``why`` (the format's own reason, or None)."""
         self.seen += 1
-        if ep.get("failure_side"):
-            self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
+        self.count_failure(ep)
         if split_of(ep) in HELD_OUT:
             self.left_out(ep, review, "held_out_split")
             return False

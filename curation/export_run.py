@@ -121,6 +121,7 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber, why_not=
     vouched: set[str] = set()
     approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
     for ep in episode_rows(con, rounds):
+        tally.count_failure(ep)
         review = decisions.get(ep["episode_id"])
         why = sft_exclusion(ep, review, include_verified=include_verified)
         if why is None:
@@ -243,8 +244,8 @@ def run_export(
         if tally.inferred:  # imports without tool schemas: what the rows' inferred schemas cover
             manifest["tool_schemas_inferred"] = {"episodes": tally.inferred.pop("(episodes)"),
                                                  "tools": dict(sorted(tally.inferred.items()))}
-        if tally.unit == "episodes":  # why the failed episodes read failed (model or harness, and what)
-            manifest["failure_attribution"] = dict(sorted(tally.failures.items()))
+        # why the failed episodes read failed (model or harness, and what); for tasks, their rollouts'
+        manifest["failure_attribution"] = dict(sorted(tally.failures.items()))
         manifest.update(extra or {})
         result = writer.finish(manifest)
     return result, {**manifest, "files": result.files}

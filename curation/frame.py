@@ -25,7 +25,7 @@ EPISODE_COLUMNS = """
     json_extract_string(o.failure, '$.type') AS failure_type,
     t.task_id IS NOT NULL AS has_task, t.difficulty, t.step_budget, t.optimal_steps, t.seed,
     t.public_params AS task_values,
-    s.n_steps, s.min_index, s.max_index, s.n_distinct_index
+    s.n_steps, s.n_planner_steps, s.min_index, s.max_index, s.n_distinct_index
 """
 
 
@@ -34,6 +34,7 @@ def episode_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame
     sql = f"""
         WITH s AS (
             SELECT episode_id, count(*) AS n_steps, min("index") AS min_index, max("index") AS max_index,
+                   count(*) FILTER (WHERE coalesce(actor, '') NOT LIKE 'subagent%') AS n_planner_steps,
                    count(DISTINCT "index") AS n_distinct_index
             FROM steps WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
             GROUP BY episode_id

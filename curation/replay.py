@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
-from generators.phone import call_tool, get_family
-from generators.phone.tools import META_SCHEMAS, check_arguments
-from warehouse.contract import TaskSpec
+from generators.phone.env import replay_final_hash
+from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
 
 CHECK = "replay"
@@ -25,25 +24,10 @@ ReplayFn = Callable[[TaskSpec, list[tuple[str, str, dict]]], str]
 
 
 def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
-    """Final state hash after applying ``actions`` ((kind, tool, arguments)) to a fresh world.
-
-    The world-changing part of :class:`PhoneEnv.step` without the per-step diff, hash and
-    verifier, which replay does not need: a tool call runs the tool, anything else only
-    advances the clock; finish or the step budget ends it."""
-    world = get_family(task.family).build_world(task)
-    for i, (kind, tool, args) in enumerate(actions):
-        if kind == "tool_call" and tool in META_SCHEMAS:
-            kind = tool
-        if kind == "tool_call":
-            call_tool(world, tool, args, allowed=task.tools)
-        else:
-            world.advance()
-        # finish ends the episode only with arguments the harness accepts (as PhoneEnv.step)
-        if kind == "finish" and not check_arguments("finish", META_SCHEMAS["finish"]["parameters"], args):
-            break
-        if i + 1 >= task.step_budget:
-            break
-    return world.state_hash()
+    """Final state hash after applying ``actions`` ((kind, tool, arguments)) to a fresh world,
+    through the phone's own step function (see ``generators.phone.env.replay_final_hash``)."""
+    return replay_final_hash(task, [Action.model_construct(kind=kind, tool=tool, arguments=args)
+                                    for kind, tool, args in actions])
 
 
 def replay_marks(

@@ -44,7 +44,7 @@ def schema_problems(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
                    episodes["has_outcome"].astype(bool) & (episodes["outcome_steps"] != n) & (n > 0)))
     step_bad = (
         _bad_literal(steps["action_kind"], contract.ActionKind)
-        | _bad_literal(steps["actor"], contract.Actor)
+        | ~steps["actor"].fillna("").astype(str).str.fullmatch(contract.ACTOR_PATTERN.strip("^$"))
         | _bad_literal(steps["verification_label"], contract.StepLabel)
         | ((steps["action_kind"] == "tool_call") & (steps["action_tool"].fillna("") == ""))
     )

@@ -36,7 +36,8 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Settings file (default: ./flywheel.toml if present).")
 ]
 DataDirOpt = Annotated[
-    Path | None, typer.Option("--data-dir", help="Data directory (default: ./flywheel-data or FLYWHEEL_DATA_DIR).")
+    str | None, typer.Option("--data-dir", help="Data directory, or s3://bucket/prefix (default: ./flywheel-data or "
+                                                "FLYWHEEL_DATA_DIR).")
 ]
 StateUrlOpt = Annotated[
     str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
@@ -47,18 +48,23 @@ PasswordStdinOpt = Annotated[
 ]
 
 
-def _settings(config: Path | None, data_dir: Path | None, state_url: str | None, **extra: Any):
+def _settings(config: Path | None, data_dir: str | None, state_url: str | None, **extra: Any):
     from warehouse.settings import load_settings
 
     return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
 
 
-def _existing_store(config: Path | None, data_dir: Path | None, state_url: str | None):
+def _existing_store(config: Path | None, data_dir: str | None, state_url: str | None):
     """Settings and the store of a data directory that must already exist (nothing is created)."""
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    return settings, Store(settings.data_dir, settings.state_url, create=False)
+    return settings, Store.from_settings(settings, create=False)
+
+
+def _print_json(data: Any) -> None:
+    """One JSON document on stdout, nothing else (no colour, no wrapping)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
 
 
 @app.command()
@@ -79,6 +85,9 @@ def run(
     writer: Annotated[
         str | None, typer.Option("--writer", help="Who words the instructions: template (offline) or openai.")
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     config: ConfigOpt = None,
@@ -93,12 +102,14 @@ def run(
         round_over["rollouts"] = rollouts
     if seed is not None:
         round_over["seed"] = seed
+    if workers is not None:
+        round_over["workers"] = workers
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     settings = _settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
                          openai=openai_over or None)
-    from flows.stages import selected_families
+    from flows.planning import selected_families
     from warehouse.store import Store
 
     selected_families(settings)  # an unknown family fails here, before anything starts
@@ -106,10 +117,14 @@ def run(
         from flows.model_setup import probe
 
         probe(settings)
-    Store(settings.data_dir, settings.state_url)  # so does a bad data directory or state URL
+    if settings.user.enabled:  # so does the model user's
+        from flows.model_setup import probe_user
+
+        probe_user(settings)
+    Store.from_settings(settings)  # so does a bad data directory or state URL
     from flows.prefect_env import configure_prefect
 
-    configure_prefect(settings.data_dir)
+    configure_prefect(settings.local_root())
     from flows.interrupt import stop_at_once_on_interrupt
     from flows.round import round_flow
 
@@ -165,7 +180,7 @@ def status(
         return
     rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
-        out.print_json(json.dumps({"data_dir": str(settings.data_dir.resolve()), "rounds": rows}))
+        out.print_json(json.dumps({"data_dir": settings.data_location(), "rounds": rows}))
     else:
         print_status(out, rows, settings)
 
@@ -221,6 +236,7 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -243,6 +259,10 @@ def export(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
         )
+    if as_json:
+        _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
+                     "excluded": manifest["excluded"], "out": str(out_dir), "manifest": str(result.manifest_path)})
+        return
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
@@ -271,6 +291,7 @@ def decide(
         bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
     ] = False,
     password_stdin: PasswordStdinOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -282,6 +303,11 @@ def decide(
     saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
                 password_stdin=password_stdin)
+    if as_json:
+        _print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
+                     "decision": saved.decision, "reason": saved.reason_code,
+                     "first_wrong_step": saved.first_wrong_step, "recovered": saved.recovered})
+        return
     mark = "" if saved.first_wrong_step is None else f", first wrong step {saved.first_wrong_step}" + (
         " (recovered)" if saved.recovered else "")
     out.print(f"Recorded {saved.decision} by {saved.reviewer} on {saved.episode_id} (round {saved.round_id}{mark})",
@@ -295,19 +321,22 @@ def feedback(
     threshold: Annotated[
         float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
     ] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
     from flows.feedback_cmd import import_feedback
-    from flows.planning import refresh_proposal
-    from flows.stages import selected_families
-    from flows.views import print_feedback_import
+    from flows.planning import refresh_proposal, selected_families
+    from flows.views import feedback_json, print_feedback_import
 
     settings, store = _existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
     refresh_proposal(store, settings, selected_families(settings))
+    if as_json:
+        _print_json(feedback_json(result))
+        return
     print_feedback_import(out, err, result, str(file))
 
 
@@ -328,9 +357,8 @@ def eval_(
     """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
     results as feedback; dev results steer the next plan, test results are reported only."""
     from flows.eval_cmd import plan_eval, run_eval
-    from flows.planning import refresh_proposal
+    from flows.planning import refresh_proposal, selected_families
     from flows.progress import RoundProgress
-    from flows.stages import selected_families
     from flows.views import print_eval
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
@@ -339,7 +367,7 @@ def eval_(
                          openai=openai_over or None, round=round_over)
     from warehouse.store import Store
 
-    store = Store(settings.data_dir, settings.state_url, create=False)
+    store = Store.from_settings(settings, create=False)
     fams = selected_families(settings)
     if settings.policy == "openai":
         from flows.model_setup import probe
@@ -363,8 +391,7 @@ def plan(
 ) -> None:
     """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
     round would run, each number with its reason; stores the planner's proposal for the release page."""
-    from flows.planning import plan_view, refresh_proposal
-    from flows.stages import selected_families
+    from flows.planning import plan_view, refresh_proposal, selected_families
     from flows.views import print_plan
 
     settings, store = _existing_store(config, data_dir, state_url)
@@ -395,6 +422,7 @@ def import_(
         typer.Option("--tools", help="OpenAI function schemas (a JSON list) for the records that carry no `tools` "
                                      "of their own; without it, schemas are inferred from the calls.", show_default=False),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -406,13 +434,19 @@ def import_(
     settings = _settings(config, data_dir, state_url)
     prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
-    if pre.without_schemas:
+    if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"
         inferred = (f"; schemas inferred from the calls for {len(pre.inferred_tools)} tool(s): "
                     f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
         out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
                   markup=False, highlight=False, soft_wrap=True)
-    summary = import_prepared(Store(settings.data_dir, settings.state_url), prepared, settings)
+    summary = import_prepared(Store.from_settings(settings), prepared, settings)
+    if as_json:
+        _print_json({"file": str(file), "round": summary.round_id, "imported": summary.imported,
+                     "already": summary.already, "file_already_imported": summary.file_already_imported,
+                     "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
+                     "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
+        return
     for where, why in summary.skipped:
         err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
     if summary.file_already_imported:
@@ -434,6 +468,7 @@ def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
     password_stdin: PasswordStdinOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -443,11 +478,15 @@ def reviewer_add(
 
     settings = _settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    if as_json:
+        _print_json({"name": user.name, "role": user.role, "active": True})
+        return
     out.print(f"Added {user.role} {user.name}")
 
 
 @reviewer_app.command("list")
 def reviewer_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -459,6 +498,9 @@ def reviewer_list(
     from flows.reviewer_cmd import reviewer_rows
 
     rows = reviewer_rows(_settings(config, data_dir, state_url))
+    if as_json:
+        _print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
+        return
     if not rows:
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
         return
@@ -484,6 +526,9 @@ _register_label_studio_commands(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
+    from flows.prefect_env import quiet_prefect
+
+    quiet_prefect()  # before any command imports Prefect
     # the kill and fault tests' hooks; unset in normal runs
     killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"), os.environ.get("FLYWHEEL_HOLD_AT"),
                    os.environ.get("FLYWHEEL_HOLD_FILE"))

@@ -15,9 +15,8 @@ from datetime import UTC, datetime
 
 from flows.feedback_cmd import FEEDBACK_ROUND, FeedbackImport
 from flows.planning import mix_for
-from generators.collect import run_episode
+from flows.stages.collect import collect_records, commit_records
 from generators.phone.families import get_family
-from generators.policies.scripted import ScriptedPolicy
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints
 from warehouse.contract import EpisodeRecord, FeedbackRecord, TaskSpec
@@ -89,13 +88,8 @@ def plan_eval(store: Store, settings: Settings, families: list[str], *, split: s
 
 def _collect(store: Store, plan: EvalPlan, settings: Settings, jobs: list[tuple[TaskSpec, int]],
              started: datetime) -> list[EpisodeRecord]:
-    if settings.policy == "openai":
-        from flows.model_shard import collect_model_shard
-
-        return collect_model_shard(store, plan.batch, jobs, settings, started)
-    policy = ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=settings.round.seed)
-    return [run_episode(t, policy, rollout=r, round_id=plan.batch, batch_id=plan.batch, created_at=started)
-            for t, r in jobs]
+    return collect_records(store, plan.batch, jobs, settings, started, policy=settings.policy,
+                           seed=settings.round.seed, batch_id=plan.batch)
 
 
 def run_eval(store: Store, settings: Settings, plan: EvalPlan, *, advance=None) -> FeedbackImport:
@@ -112,10 +106,8 @@ def run_eval(store: Store, settings: Settings, plan: EvalPlan, *, advance=None) 
         for i in range(0, len(plan.tasks), SHARD):
             key = f"s{i // SHARD:05d}"
             if key not in done:
-                recs = _collect(store, plan, settings, [(t, 0) for t in plan.tasks[i:i + SHARD]], started)
-                store.commit_unit(plan.batch, key, {"episodes": [r.episode for r in recs],
-                                                    "steps": [s for r in recs for s in r.steps],
-                                                    "outcomes": [r.outcome for r in recs]})
+                commit_records(store, plan.batch, key,
+                               _collect(store, plan, settings, [(t, 0) for t in plan.tasks[i:i + SHARD]], started))
             if advance:
                 advance()
         rows = feedback_of(store, plan)

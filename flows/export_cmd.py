@@ -59,7 +59,7 @@ def export(
         raise InputError(f"--out {out_dir} exists and is not a directory")
     con = store.duck(rounds)
     # exports sort by (task, episode) in DuckDB; an in-memory connection may spill the sort here
-    spill = (store.data_dir / ".duckdb-spill").as_posix().replace("'", "''")
+    spill = store.spill_dir().as_posix().replace("'", "''")
     con.execute(f"SET temp_directory = '{spill}'")
     return run_export(
         con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,

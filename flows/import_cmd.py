@@ -34,7 +34,7 @@ from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError, one_line
 from warehouse.jsonfile import read_records
 from warehouse.settings import Settings
-from warehouse.shards import ShardFile, write_shard
+from warehouse.shards import ShardFile
 from warehouse.store import Store
 
 FORMATS = tuple(READERS)
@@ -161,7 +161,7 @@ def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
     key = f"import-{prepared.sha256[:16]}"
     tables = {"tasks": tasks, "episodes": [r.episode for r in new], "steps": [s for r in new for s in r.steps],
               "outcomes": [r.outcome for r in new]}
-    shards = [write_shard(store.data_dir, ShardFile(t, rid, key), recs) for t, recs in tables.items()]
+    shards = [store.write_shard(ShardFile(t, rid, key), recs) for t, recs in tables.items()]
     killpoints.reached("import.written")
     plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
                        "episodes": len(new), "skipped": len(summary.skipped)},

@@ -8,6 +8,7 @@ temporary server, and the client then retries against a server that is gone.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
@@ -17,6 +18,8 @@ MESSAGE = "interrupted; rerun the same command to continue where it stopped\n"
 
 def _stop_now(signum, frame) -> None:  # noqa: ARG001  (signal handler signature)
     try:
+        for child in multiprocessing.active_children():  # shard workers stop with the round
+            child.kill()
         sys.stderr.write("\n" + MESSAGE)
         sys.stderr.flush()
     finally:

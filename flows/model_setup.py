@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from generators.model_collect import ModelPolicy
-from generators.models import Engine, EngineConfig, OpenAIEndpoint, probe_endpoint
-from warehouse import state
+from generators.model_user import USER_KEY, ModelUser
+from generators.models import Engine, EngineConfig
+from generators.models.limits import Bookings
+from warehouse import killpoints, state
 from warehouse.errors import ConfigError
+from warehouse.ratelimit import RedisBookings, SqlBookings
 from warehouse.settings import OpenAISettings, Settings
 from warehouse.store import Store
 
@@ -21,6 +24,8 @@ def require_model(cfg: OpenAISettings) -> str:
 def probe(settings: Settings) -> None:
     """One clear line before any work if the endpoint is unreachable, refuses the key or lacks the model."""
     cfg = settings.openai
+    from generators.models import probe_endpoint
+
     probe_endpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
                    timeout_s=min(cfg.timeout_s, 15.0))
 
@@ -31,17 +36,70 @@ def engine_config(cfg: OpenAISettings) -> EngineConfig:
                         breaker_failures=cfg.breaker_failures)
 
 
-def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model: str) -> Engine:
+def shared_bookings(settings: Settings, store: Store) -> Bookings | None:
+    """Where the round's RPM and TPM schedules live, so every worker keeps to the same limits:
+    Redis when ``redis_url`` is set, else the state database (None when no rate is limited)."""
+    if not (settings.openai.rpm or settings.openai.tpm):
+        return None
+    if settings.redis_url:
+        return RedisBookings(settings.redis_url)
+    return SqlBookings(store.engine)
+
+
+def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model: str, workers: int = 1,
+               bookings: Bookings | None = None) -> Engine:
     """An engine over ``model`` at ``base_url`` with ``cfg``'s limits, timeouts, retries and breaker: the
-    one way the product reaches a model (planner, task writer, judges). Create it inside its event loop."""
+    one way the product reaches a model (planner, task writer, judges). Create it inside its event loop.
+
+    ``workers`` engines run at once (one per shard being collected): each gets its share of
+    ``cfg.concurrency``, and all book their calls in ``bookings`` (shared limits) when given."""
     # the client's own timeout is a backstop; the engine times each attempt itself
+    from generators.models import OpenAIEndpoint
+
     endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5)
-    return Engine(endpoint, engine_config(cfg))
+    config = engine_config(cfg)
+    config.concurrency = max(1, -(-cfg.concurrency // workers))
+    return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{base_url}:{model}")
 
 
-def make_engine(cfg: OpenAISettings) -> Engine:
-    """The engine of the round's own model (``[openai]``)."""
-    return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg))
+def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
+    """The engine of the round's own model (``[openai]``), its limits shared through ``store``."""
+    cfg = settings.openai
+    return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
+                      workers=workers, bookings=shared_bookings(settings, store) if store is not None else None)
+
+
+def user_checked(settings: Settings) -> tuple[str, str]:
+    """(model, API key) of the model user; ConfigError for no model or a missing or placeholder key."""
+    cfg = settings.user
+    if not cfg.model:
+        raise ConfigError("the model user needs a model: user.model in flywheel.toml or FLYWHEEL_USER__MODEL")
+    key_check = settings.openai.model_copy(update={"base_url": cfg.base_url, "api_key": cfg.api_key})
+    try:
+        return cfg.model, key_check.checked_key()
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("openai.api_key", "user.api_key")
+                          .replace("FLYWHEEL_OPENAI__API_KEY or OPENAI_API_KEY", "FLYWHEEL_USER__API_KEY")) from None
+
+
+def probe_user(settings: Settings) -> None:
+    """One clear line before any work if the model user's endpoint is unusable (when one is set)."""
+    if not settings.user.enabled:
+        return
+    model, key = user_checked(settings)
+    from generators.models import probe_endpoint
+
+    probe_endpoint(base_url=settings.user.base_url, api_key=key, model=model,
+                   timeout_s=min(settings.openai.timeout_s, 15.0))
+
+
+def make_model_user(settings: Settings, store: Store, round_id: str, *, workers: int = 1) -> ModelUser:
+    """The model user of ``settings.user`` (its engine keeps the ``[openai]`` limits), journaled in the
+    state database under ``round_id``."""
+    model, key = user_checked(settings)
+    engine = engine_for(settings.openai, base_url=settings.user.base_url, api_key=key, model=model, workers=workers,
+                        bookings=shared_bookings(settings, store))
+    return ModelUser(engine, StateJournal(store, round_id), max_tokens=settings.user.max_tokens)
 
 
 def model_policy(cfg: OpenAISettings) -> ModelPolicy:
@@ -80,3 +138,5 @@ class StateJournal:
             state.append_reply(session=s, round_id=self.round_id, episode_id=episode_id, step_index=index,
                                reply=reply)
         self.entries.setdefault(episode_id, {})[index] = reply
+        if episode_id.startswith(USER_KEY):
+            killpoints.reached("user.answered")  # the kill tests: dead right after a committed user answer

@@ -10,15 +10,28 @@ from typing import Any
 
 from generators.competence import Competence, batch_order, competence_history, competence_table, is_report
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
-from generators.phone.families import get_family
+from generators.phone.families import FAMILIES, get_family
 from generators.planner import Plan, plan_round, round_seed
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.contract import FeedbackRecord
+from warehouse.errors import ConfigError
 from warehouse.query import iter_records
 from warehouse.review_tables import Release
 from warehouse.settings import Settings
 from warehouse.store import Store
+
+
+def selected_families(settings: Settings) -> list[str]:
+    """The families a round or eval covers (``round.families``, else all); an unknown one is a
+    ConfigError. Free of Prefect, so a command checks it before configuring Prefect."""
+    ids = settings.round.families or sorted(FAMILIES)
+    for fid in ids:
+        try:
+            get_family(fid)
+        except KeyError as exc:
+            raise ConfigError(f"unknown family {fid!r} (known: {', '.join(sorted(FAMILIES))})") from exc
+    return ids
 
 
 def feedback_records(store: Store) -> list[FeedbackRecord]:
@@ -141,11 +154,9 @@ def plan_view(store: Store, settings: Settings, families: list[str], *, use_rele
 
 def refresh_stored_proposal(settings: Settings) -> None:
     """Refresh the proposal of an existing data directory (``flywheel review`` calls it on start)."""
-    from flows.stages import selected_families
-
-    if not Path(settings.data_dir).exists():
+    if not settings.in_object_storage and not Path(settings.data_dir).exists():
         return
-    refresh_proposal(Store(settings.data_dir, settings.state_url, create=False), settings, selected_families(settings))
+    refresh_proposal(Store.from_settings(settings, create=False), settings, selected_families(settings))
 
 
 def history_data(store: Store) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def streamlit_command(settings: Settings, port: int, config: Path | None = None,
         "--browser.gatherUsageStats", "false",
         "--global.showWarningOnDirectExecution", "false",
         "--logger.level", "error",
-        "--", "--data-dir", str(Path(settings.data_dir).resolve()),
+        "--", "--data-dir", settings.data_location(),
     ]
     if config is not None:  # the app reads the rest of its settings (overlap, ...) from the same file
         args += ["--config", str(Path(config).resolve())]
@@ -65,7 +65,7 @@ def launch_review_app(
 ) -> int:
     """Run the review app until interrupted; return its exit code."""
     check_port_free(port)
-    store = Store(settings.data_dir, settings.state_url)  # fail early, in one line, on a bad data dir or URL
+    store = Store.from_settings(settings)  # fail early, in one line, on a bad data dir or URL
     with store.session() as s:
         if not review_tables.list_reviewers(session=s):
             console.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")

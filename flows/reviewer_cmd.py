@@ -30,11 +30,11 @@ def add_reviewer_account(settings: Settings, name: str, role: str, *, password_s
     """Check the account, read the password, then write it (nothing is written on bad input)."""
     accounts.check_new_account(name, role, "x" * accounts.MIN_PASSWORD)
     password = read_password(from_stdin=password_stdin)
-    return accounts.add_reviewer(Store(settings.data_dir, settings.state_url), name, role, password)
+    return accounts.add_reviewer(Store.from_settings(settings), name, role, password)
 
 
 def reviewer_rows(settings: Settings) -> list[dict[str, Any]]:
-    store = Store(settings.data_dir, settings.state_url)
+    store = Store.from_settings(settings)
     with store.session() as s:
         return [
             {"name": r.name, "role": r.role, "active": r.active} for r in review_tables.list_reviewers(session=s)

@@ -1,24 +1,35 @@
-"""One round as a Prefect flow: plan, write tasks, collect, stage, curate.
+"""One round as a Prefect flow: open or resume, then each stage once, in order.
 
-Coarse tasks: one to write the batch, one per collection shard, one to curate.
-Every task reads what is already committed and does only what is missing, so a
-killed round rerun finishes with no duplicate and no missing episode.
+    plan (stages/plan.py) ─► write tasks (stages/write.py) ─► collect (stages/collect.py)
+    ─► curate (stages/curate.py) ─► finish
+
+Coarse tasks: one to plan, one to write the batch, one per collection shard (submitted
+concurrently through the task runner, see flows.runners), one to curate. Tasks take ids
+and the settings as plain values and open what they need. Every task reads what is
+already committed and does only what is missing, so a killed round rerun finishes with
+no duplicate and no missing episode.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from flows import stages
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
-from warehouse import killpoints
+from flows.runners import collects_inline, runner_kind, task_runner, workers
+from flows.stages.collect import collect_shards, shard_keys, shard_slots
+from flows.stages.context import open_store, run_log, settings_doc
+from flows.stages.curate import curate_task
+from flows.stages.plan import finish_round, plan_task, selected_families
+from flows.stages.sync import sync_task
+from flows.stages.write import write_tasks_task
+from warehouse import killpoints, state
+from warehouse.errors import OrchestratorError
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -37,63 +48,89 @@ class RoundSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_errors: list[dict[str, Any]] = field(default_factory=list)  # refusals and outages, once per message
+    # model-user replies replaced by the scripted answer, per reason: {reason, replies, episodes}
+    user_fallbacks: list[dict[str, Any]] = field(default_factory=list)
+    runner: str = ""  # threads, processes or dask: how the shards ran (inline: in the round's own process)
+    workers: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@task(name="write-tasks", cache_policy=NO_CACHE)
-def write_tasks_task(store: Store, round_id: str, plan: dict, settings: Settings) -> int:
-    return len(stages.write_tasks(store, round_id, plan, settings))
+def round_counts(store: Store, round_id: str) -> dict[str, Any]:
+    """What a round made: episodes, successes, tasks, tokens, and the ways the model cut episodes off."""
+    con = store.duck([round_id])
+    episodes, successes, prompt_tokens, completion_tokens = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
+        "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
+    ).fetchone()
+    # once per way a round's episodes were cut off, with the server's messages (an episode whose task
+    # was already done when it was cut off succeeded, so it has no failure detail of its own)
+    model_errors = [{"termination": t, "message": " | ".join(m[:3]) + (f" (+{len(m) - 3} more)" if len(m) > 3 else ""),
+                     "episodes": n} for t, m, n in con.execute(
+        "SELECT o.termination, list_sort(list_distinct(list(json_extract_string(o.failure, '$.detail')) "
+        "FILTER (WHERE o.failure IS NOT NULL AND json_extract_string(o.failure, '$.detail') <> ''))), count(*) "
+        "FROM outcomes o WHERE o.termination IN ('request_rejected', 'endpoint_error') GROUP BY 1 ORDER BY 3 DESC"
+    ).fetchall()]
+    with store.session() as s:
+        batches = state.batches_of(session=s, round_id=round_id)
+    return {
+        "model_errors": model_errors,
+        "user_fallbacks": user_fallback_counts(con),
+        "episodes": episodes,
+        "successes": successes,
+        "tasks_kept": sum(b.tasks_kept for b in batches),
+        "tasks_tried": sum(b.tasks_tried for b in batches),
+        "prompt_tokens": int(prompt_tokens),
+        "completion_tokens": int(completion_tokens),
+    }
 
 
-@task(name="collect-shard", cache_policy=NO_CACHE)
-def collect_shard_task(store: Store, round_id: str, key: str, settings: Settings) -> int:
-    return stages.collect_shard(store, round_id, key, settings, started=datetime.now(UTC))
-
-
-@task(name="curate", cache_policy=NO_CACHE)
-def curate_task(store: Store, round_id: str, settings: Settings) -> int:
-    return stages.curate_round(store, round_id, settings)
-
-
-@task(name="label-studio-sync", cache_policy=NO_CACHE)
-def label_studio_sync_task(store: Store, round_id: str, settings: Settings) -> dict[str, Any]:
-    """Push the round's queue to Label Studio and pull decisions back; a Label Studio that is
-    down does not undo the round: the error is reported and the next sync repairs."""
-    from flows.label_studio_cmd import label_studio_client, run_sync
-    from warehouse.errors import FlywheelError
-
-    try:
-        return run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=False,
-                        progress=False)
-    except FlywheelError as exc:
-        return {"error": str(exc)}
+def user_fallback_counts(con: Any) -> list[dict[str, Any]]:
+    """How often the model user's replies were replaced by the scripted answer, per reason (the
+    reason's own words, without the fact it named or the server's message), most frequent first."""
+    replies: Counter = Counter()
+    episodes: dict[str, set[str]] = defaultdict(set)
+    rows = con.execute("SELECT episode_id, user_fallbacks FROM outcomes "
+                       "WHERE user_fallbacks IS NOT NULL AND user_fallbacks <> '[]'").fetchall()
+    for eid, text in rows:
+        for item in json.loads(text):
+            reason = str(item.get("reason", "")).split(" (")[0].split(":")[0]
+            replies[reason] += 1
+            episodes[reason].add(eid)
+    return [{"reason": r, "replies": n, "episodes": len(episodes[r])} for r, n in replies.most_common()]
 
 
 @flow(name="flywheel-round", validate_parameters=False, log_prints=False, persist_result=False)
-def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) one round on ``settings`` and return its summary."""
-    store = Store(Path(settings.data_dir), settings.state_url)
+def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
+    doc = settings_doc(settings)
+    store = open_store(settings)
     with store.run_lock():
         orphans = store.clean_orphans()
-        rnd, resumed = stages.open_or_resume_round(store, settings)
-        write_tasks_task(store, rnd.id, rnd.plan, settings)
-        keys = stages.shard_keys(rnd.plan)
-        done = store.done_keys(rnd.id, "episodes")
+        round_id, resumed = plan_task(doc)
+        write_tasks_task(round_id, doc)
+        with store.session() as s:
+            plan = s.get(state.Round, round_id).plan
+        keys = shard_keys(plan)
+        done = store.done_keys(round_id, "episodes")
         todo = [k for k in keys if k not in done]
-        with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo), round_id=rnd.id) as bar:
-            for key in todo:
-                collect_shard_task(store, rnd.id, key, settings)
-                bar.advance()
-        curate_task(store, rnd.id, settings)
+        inline = collects_inline(settings, len(todo), sum(len(shard_slots(plan, k)) for k in todo))
+        runner, n_workers = ("inline", 1) if inline else (runner_kind(settings), workers(settings))
+        log = run_log()
+        log.info(f"{round_id}: {len(todo)} shards to collect ({len(keys) - len(todo)} already committed), "
+                 + ("in the round's own process" if inline else f"{n_workers} workers, {runner} runner"))
+        with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
+                            round_id=round_id) as bar:
+            collect_shards(round_id, todo, doc, bar.advance, inline=inline)
+        curate_task(round_id, doc, show_progress)
         killpoints.reached("round.curated")
-        stages.finish_round(store, rnd.id)
-        refresh_proposal(store, settings, stages.selected_families(settings))  # for the release page
-        counts = stages.round_counts(store, rnd.id)
-    synced = label_studio_sync_task(store, rnd.id, settings) if settings.label_studio.configured else None
+        finish_round(store, round_id)
+        refresh_proposal(store, settings, selected_families(settings))  # for the release page
+        counts = round_counts(store, round_id)
+        log.info(f"{round_id} finished: {counts['episodes']} episodes, {counts['successes']} verified successes")
+    synced = sync_task(round_id, doc) if settings.label_studio.configured else None
     return RoundSummary(
-        round_id=rnd.id,
+        round_id=round_id,
         resumed=resumed,
         episodes=counts["episodes"],
         successes=counts["successes"],
@@ -105,4 +142,25 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
         model_errors=counts.get("model_errors", []),
+        user_fallbacks=counts.get("user_fallbacks", []),
+        runner=runner,
+        workers=n_workers,
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
+
+
+EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+
+
+def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) one round on ``settings`` with its task runner, and return its summary."""
+    try:
+        return _round.with_options(task_runner=task_runner(settings))(settings, show_progress)
+    except RuntimeError as exc:
+        if EPHEMERAL_TIMEOUT not in str(exc):
+            raise
+        # before the round's first task: nothing was written
+        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+        raise OrchestratorError(
+            f"Prefect's temporary server did not start within {PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s "
+            "(a busy machine?): rerun, or start one with 'prefect server start' and set PREFECT_API_URL") from exc

@@ -24,8 +24,8 @@ DEPLOYMENT_NAME = "nightly"
 def scheduled_round(data_dir: str, state_url: str | None = None, config: str | None = None) -> dict[str, Any]:
     """One round with the settings found at run time (so edits to flywheel.toml apply
     to the next night without re-deploying)."""
-    settings = load_settings(Path(config) if config else None, data_dir=Path(data_dir), state_url=state_url)
-    episodes, why = nightly_episodes(Store(settings.data_dir, settings.state_url), settings)
+    settings = load_settings(Path(config) if config else None, data_dir=data_dir, state_url=state_url)
+    episodes, why = nightly_episodes(Store.from_settings(settings), settings)
     logger = get_run_logger()
     if episodes == 0:
         logger.warning("Nightly round skipped: %s", why)
@@ -36,7 +36,7 @@ def scheduled_round(data_dir: str, state_url: str | None = None, config: str | N
     return round_flow(settings, show_progress=False)
 
 
-def serve_nightly(*, data_dir: Path, state_url: str | None, config: Path | None, cron: str, timezone: str) -> None:
+def serve_nightly(*, data_dir: str, state_url: str | None, config: Path | None, cron: str, timezone: str) -> None:
     """Register the deployment and serve it until interrupted.
 
     The state URL may hold a password, and a deployment's parameters are shown in the Prefect
@@ -54,7 +54,7 @@ def serve_nightly(*, data_dir: Path, state_url: str | None, config: Path | None,
         name=DEPLOYMENT_NAME,
         schedules=[CronSchedule(cron=cron, timezone=timezone)],
         parameters={
-            "data_dir": str(data_dir.resolve()),
+            "data_dir": data_dir,  # an absolute path, or s3://bucket/prefix
             "config": str(config.resolve()) if config else None,
         },
         description="A nightly agent-flywheel round: plan, write tasks, collect, stage, curate.",

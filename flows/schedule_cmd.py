@@ -44,15 +44,15 @@ def serve_command(settings: Settings, *, config: Path | None, cron: str, timezon
             "and set PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
     check_server(api)
-    Store(settings.data_dir, settings.state_url)  # a bad data directory or state URL fails here
+    Store.from_settings(settings)  # a bad data directory or state URL fails here
     from flows.prefect_env import configure_prefect
 
-    configure_prefect(settings.data_dir)
+    configure_prefect(settings.local_root())
     check_schedule(cron, timezone)
     from flows.schedule import DEPLOYMENT_NAME, serve_nightly
 
     console.print(
         f"Serving deployment flywheel-scheduled-round/{DEPLOYMENT_NAME} on '{cron}' ({timezone}); "
-        f"data in {Path(settings.data_dir).resolve()}. Ctrl+C to stop."
+        f"data in {settings.data_location()}. Ctrl+C to stop."
     )
-    serve_nightly(data_dir=Path(settings.data_dir), state_url=settings.state_url, config=config, cron=cron, timezone=timezone)
+    serve_nightly(data_dir=settings.data_location(), state_url=settings.state_url, config=config, cron=cron, timezone=timezone)

@@ -158,20 +158,26 @@ def outcome_rows(con) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def _pass_table(title: str, first: str, k: int, groups: dict[str, dict[str, Any]]) -> Table:
+    """One row per group (a capability or a family): episodes, success, pass^1 and pass^k."""
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for col in (first, "episodes", "success", "pass^1", f"pass^{k}"):
+        table.add_column(col, justify="left" if col == first else "right", no_wrap=True)
+    for name, v in groups.items():
+        table.add_row(name, str(v["episodes"]), f"{v['success_rate']:.0%}",
+                      "-" if v["pass1"] is None else f"{v['pass1']:.2f}",
+                      "-" if v["passk"] is None else f"{v['passk']:.2f}")
+    return table
+
+
 def print_capabilities(console: Console, rows: list[dict[str, Any]]) -> None:
-    """Per round: success, pass^1 and pass^k per capability; failure attribution."""
+    """Per round: success, pass^1 and pass^k per capability and per family; failure attribution."""
     for r in rows:
         caps = r.get("capabilities")
         if not caps:
             continue
-        table = Table(title=f"{r['round']}: by capability (k = {r['k']})", box=box.SIMPLE_HEAD)
-        for col in ("capability", "episodes", "success", "pass^1", f"pass^{r['k']}"):
-            table.add_column(col, justify="left" if col == "capability" else "right", no_wrap=True)
-        for cap, v in caps.items():
-            table.add_row(cap, str(v["episodes"]), f"{v['success_rate']:.0%}",
-                          "-" if v["pass1"] is None else f"{v['pass1']:.2f}",
-                          "-" if v["passk"] is None else f"{v['passk']:.2f}")
-        console.print(table)
+        console.print(_pass_table(f"{r['round']}: by capability (k = {r['k']})", "capability", r["k"], caps))
+        console.print(_pass_table(f"{r['round']}: by family (k = {r['k']})", "family", r["k"], r.get("families") or {}))
         scen = r.get("scenarios") or {}
         if scen.get("rollouts"):
             console.print(f"  scenarios: {scen['rollouts']} rollouts, {scen['success_rate']:.0%} succeeded in every "
@@ -182,9 +188,9 @@ def print_capabilities(console: Console, rows: list[dict[str, Any]]) -> None:
 
 def print_status(console: Console, rows: list[dict[str, Any]], settings: Settings) -> None:
     if not rows:
-        console.print(f"No rounds yet in {settings.data_dir.resolve()}. Start one with: flywheel run")
+        console.print(f"No rounds yet in {settings.data_location()}. Start one with: flywheel run")
         return
-    table = Table(title=f"Rounds in {settings.data_dir.resolve()}", box=box.SIMPLE_HEAD)
+    table = Table(title=f"Rounds in {settings.data_location()}", box=box.SIMPLE_HEAD)
     for col in ("round", "status", "episodes", "train/dev/test | challenge", "success", "tasks", "dups", "approved",
                 "rejected", "fix", "tokens", "cost"):
         table.add_column(col, justify="left" if col in ("round", "status") else "right", no_wrap=True)
@@ -263,7 +269,10 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
                 else "the model endpoint kept failing")
         console.print(f"  [yellow]{e['episodes']} episode(s) ended because {what}[/]: {escape(e['message'])}",
                       soft_wrap=True)  # one line, so the server's message can be grepped whole
-    console.print(f"Data: {settings.data_dir.resolve()}")
+    for f in summary.get("user_fallbacks") or []:
+        console.print(f"  [yellow]the user model's reply was replaced by the scripted answer {f['replies']} time(s) "
+                      f"in {f['episodes']} episode(s)[/]: {escape(f['reason'])} (outcomes' user_fallbacks)")
+    console.print(f"Data: {settings.data_location()}")
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")
 
@@ -279,6 +288,12 @@ def print_feedback_import(console: Console, errors: Console, result, source: str
     console.print(f"Recorded {result.imported} results from {source} as {result.batch}"
                   + (f"; skipped {len(result.skipped)}" if result.skipped else ""))
     console.print("Next round's mix: [bold]flywheel plan[/]")
+
+
+def feedback_json(result) -> dict[str, Any]:
+    """``flywheel feedback --json``."""
+    return {"batch": result.batch, "imported": result.imported, "already_imported": bool(result.already),
+            "skipped": [{"where": w, "why": p} for w, p in result.skipped]}
 
 
 def print_plan(console: Console, data: dict[str, Any]) -> None:

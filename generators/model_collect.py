@@ -9,19 +9,15 @@ only the calls that were in flight when the process died are redone.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec, ToolError
-from warehouse.ids import episode_id
+from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec
 
-from generators.collect import build_record
+from generators.collect import Turn, collect_episode, collect_episodes
 from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
 from generators.models.journal import MemoryJournal, ReplyJournal
-from generators.phone.env import PhoneEnv
-from generators.phone.families import get_family
 from generators.policies.model_planner import conversation, parse_reply, request_headers, tool_schemas, with_call_id
 
 __all__ = ["MemoryJournal", "ModelPolicy", "ReplyJournal", "run_model_episode", "run_model_episodes"]
@@ -43,72 +39,65 @@ class ModelPolicy:
         return f"openai:{self.model}"
 
 
+@dataclass(frozen=True)
+class ModelPlanner:
+    """The model policy in the collector's interface: ``policy``'s identity and limits, the shared
+    ``engine`` for the calls, the ``journal`` that makes every committed reply exactly-once."""
+
+    policy: ModelPolicy
+    engine: Engine
+    journal: ReplyJournal
+
+    name = property(lambda self: self.policy.name)
+    version = property(lambda self: self.policy.version)
+    model = property(lambda self: self.policy.model)
+    max_invalid_replies = property(lambda self: self.policy.max_invalid_replies)
+    max_steps = property(lambda self: self.policy.max_steps)
+
+    def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> ModelActor:
+        return ModelActor(self, task, episode_id, rollout)
+
+
+class ModelActor:
+    """One episode over the model: a journaled reply is replayed, any other is requested."""
+
+    def __init__(self, planner: ModelPlanner, task: TaskSpec, eid: str, rollout: int):
+        self.planner, self.task, self.eid = planner, task, eid
+        self.tools = tool_schemas(task)
+        self.allowed = set(task.tools)
+        self.headers = request_headers(task, eid, rollout)
+        self.journaled = planner.journal.replies(eid)
+
+    async def act(self, steps: list[Step]) -> Turn:
+        index = len(steps)
+        request = ChatRequest(messages=conversation(self.task, steps), tools=self.tools, tool_choice="auto",
+                              max_tokens=self.planner.policy.max_tokens, headers=self.headers)
+        try:
+            reply = await self.planner.engine.journaled(self.planner.journal, self.eid, index, request,
+                                                        known=self.journaled)
+        except RequestRejected as exc:  # this conversation cannot go on; the endpoint itself is fine
+            return Turn(stop="request_rejected", detail=str(exc))  # the server's own message, as it said it
+        except TransientFailure as exc:
+            return Turn(stop="endpoint_error", detail=f"gave up after retries: {exc.kind}: {exc}")
+        parsed = with_call_id(parse_reply(reply.content, reply.tool_calls, self.allowed, reply.reasoning), index,
+                              {s.action.call_id for s in steps if s.action.call_id})
+        return Turn(action=parsed.action, invalid_reason=parsed.reason,
+                    cost=Cost(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                              latency_ms=reply.latency_ms))
+
+
 async def run_model_episode(task: TaskSpec, policy: ModelPolicy, engine: Engine, journal: ReplyJournal, *,
                             rollout: int, round_id: str, batch_id: str, created_at: datetime) -> EpisodeRecord:
-    """Run the model on ``task`` until it finishes, runs out of budget or of usable replies, or the
-    endpoint gives up on it. EndpointDown / EndpointRefused propagate: the round must stop."""
-    eid = episode_id(task.task_id, policy.name, rollout)
-    family = get_family(task.family)
-    env = PhoneEnv(task, family)
-    env.reset()
-    tools = tool_schemas(task)
-    allowed = set(task.tools)
-    headers = request_headers(task, eid, rollout)
-    journaled = journal.replies(eid)
-    steps: list[Step] = []
-    invalid_run, done, termination, detail = 0, False, None, ""
-    while not done:
-        index = len(steps)
-        request = ChatRequest(messages=conversation(task, steps), tools=tools, tool_choice="auto",
-                              max_tokens=policy.max_tokens, headers=headers)
-        try:
-            reply = await engine.journaled(journal, eid, index, request, known=journaled)
-        except RequestRejected as exc:  # this conversation cannot go on; the endpoint itself is fine
-            termination, detail = "request_rejected", str(exc)  # the server's own message, as it said it
-            break
-        except TransientFailure as exc:
-            termination, detail = "endpoint_error", f"gave up after retries: {exc.kind}: {exc}"
-            break
-        parsed = with_call_id(parse_reply(reply.content, reply.tool_calls, allowed, reply.reasoning), index,
-                              {s.action.call_id for s in steps if s.action.call_id})
-        feedback, verification, done = env.step(parsed.action)
-        if parsed.reason:
-            invalid_run += 1
-            feedback.error = ToolError(code="INVALID_ACTION", message=parsed.reason, retryable=True,
-                                       hint="reply with exactly one call to one of the listed tools, "
-                                            "with a JSON object as arguments")
-            verification.label = "invalid_call"
-        else:
-            invalid_run = 0
-        steps.append(Step(episode_id=eid, index=index, actor="planner", action=parsed.action, feedback=feedback,
-                          verification=verification,
-                          cost=Cost(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                                    latency_ms=reply.latency_ms)))
-        if not done and invalid_run >= policy.max_invalid_replies:
-            termination = "invalid_replies"
-            break
-        if not done and policy.max_steps and len(steps) >= policy.max_steps:
-            termination = "budget_exhausted"
-            detail = f"stopped at openai.max_steps ({policy.max_steps}), within a step budget of {task.step_budget}"
-            break
-    return build_record(task, family, env, steps, policy_name=policy.name, model=policy.model,
-                        policy_version=policy.version, rollout=rollout, round_id=round_id, batch_id=batch_id,
-                        created_at=created_at, termination=termination, failure_detail=detail)
+    """Run the model on ``task`` (see :func:`generators.collect.collect_episode`). EndpointDown /
+    EndpointRefused propagate: the round must stop."""
+    return await collect_episode(task, ModelPlanner(policy, engine, journal), rollout=rollout, round_id=round_id,
+                                 batch_id=batch_id, created_at=created_at)
 
 
 async def run_model_episodes(jobs: list[tuple[TaskSpec, int]], policy: ModelPolicy, engine: Engine,
                              journal: ReplyJournal, *, round_id: str, batch_id: str,
                              created_at: datetime) -> list[EpisodeRecord]:
-    """Run ``(task, rollout)`` jobs concurrently (the engine bounds the calls); records in job order.
-
-    If the endpoint goes down, the other episodes are cancelled and the error propagates;
-    their journaled replies stay for the rerun."""
-    try:
-        async with asyncio.TaskGroup() as group:
-            futures = [group.create_task(run_model_episode(task, policy, engine, journal, rollout=rollout,
-                                                           round_id=round_id, batch_id=batch_id,
-                                                           created_at=created_at))
-                       for task, rollout in jobs]
-    except BaseExceptionGroup as group_error:  # the first failure says it best (e.g. EndpointDown)
-        raise group_error.exceptions[0] from None
-    return [f.result() for f in futures]
+    """Run ``(task, rollout)`` jobs concurrently (the engine bounds the calls); records in job order
+    (see :func:`generators.collect.collect_episodes`)."""
+    return await collect_episodes(jobs, ModelPlanner(policy, engine, journal), round_id=round_id,
+                                  batch_id=batch_id, created_at=created_at)

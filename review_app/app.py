@@ -15,7 +15,7 @@ from review_app import accounts, queue
 from review_app.data import Overlap
 from review_app.views import Ctx, adjudication_view, dashboard_view, episode_view, queue_view, release_view, signin
 from warehouse.errors import FlywheelError
-from warehouse.settings import load_settings
+from warehouse.settings import Settings, load_settings
 from warehouse.store import Store
 
 PAGES = {"Queue": "reviewer", "Episode": "reviewer", "Dashboard": "reviewer", "Adjudication": "lead", "Release": "lead"}
@@ -31,8 +31,9 @@ def _args() -> argparse.Namespace:
 
 
 @st.cache_resource
-def _store(data_dir: str, state_url: str | None) -> Store:
-    return Store(data_dir, state_url)
+def _store(key: str, _settings: Settings) -> Store:
+    # one store per data directory and state database: Streamlit hashes ``key``, not ``_settings``
+    return Store.from_settings(_settings)
 
 
 def _open_episode(episode_id: str, round_id: str | None) -> None:
@@ -49,7 +50,7 @@ def main() -> None:
     try:
         config = Path(args.config) if args.config else None
         settings = load_settings(config, data_dir=args.data_dir, state_url=args.state_url)
-        store = _store(str(settings.data_dir), settings.state_url)
+        store = _store(f"{settings.data_location()} {settings.state_url}", settings)
     except FlywheelError as exc:
         st.error(str(exc))
         return

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.contract import Episode, Step
+from warehouse.contract import Episode, Step, is_subagent
 
 
 @dataclass
@@ -24,6 +24,7 @@ class ToolCall:
     error: str = ""
     label: str = "ok"
     minefields: list[str] = field(default_factory=list)
+    actor: str = "planner"  # ``subagent:<name>``: a step of a sub-agent the agent delegated to, not the agent's
 
     @property
     def bad(self) -> bool:
@@ -90,12 +91,13 @@ def conversation_turns(instruction: str, steps: list[Step]) -> list[Turn]:
             turns.append(Turn("user", _user_text(step), [step.index]))
             continue
         if act.kind in ("tool_call", "invalid"):
-            turn = _agent_turn(turns, act.text, new=bool(act.text))
+            # a sub-agent's steps fold under the agent turn that delegated to them
+            turn = _agent_turn(turns, act.text, new=bool(act.text) and not is_subagent(step.actor))
             turn.steps.append(step.index)
             turn.calls.append(ToolCall(
                 step.index, act.tool or act.kind, act.arguments if act.kind != "invalid" else (act.raw or act.arguments),
                 step.feedback.ok, step.feedback.result, _error_text(step), step.verification.label,
-                list(step.verification.minefields),
+                list(step.verification.minefields), step.actor,
             ))
             continue
         if act.kind == "ask_user":

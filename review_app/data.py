@@ -18,7 +18,6 @@ from review_app.agreement import Overlap
 from review_app.final import resolve_all
 from warehouse import query, state
 from warehouse import review_tables as rt
-from warehouse.schemas import TABLES
 from warehouse.state import WITHDRAWN
 from warehouse.store import Store
 
@@ -79,13 +78,13 @@ def warehouse_cursor(store: Store, round_ids: list[str] | None) -> duckdb.DuckDB
     render, so the bound connection is kept per set of shard files (a new shard makes a
     new key) and each render gets its own cursor (DuckDB cursors are one per thread;
     temporary views registered on one are invisible to the others)."""
-    with store.session() as s:
-        paths = {t: state.shard_paths(session=s, table_name=t, round_ids=round_ids) for t in TABLES}
-    key = (str(store.data_dir), store.state_url, tuple((t, tuple(p)) for t, p in sorted(paths.items())))
+    recorded = store.recorded(round_ids)
+    key = (store.location, str(store.local_dir), store.state_url,  # the local dir: where its read copies are
+           tuple((t, tuple(p)) for t, p in sorted(recorded.items())))
     with _BASES_LOCK:
         base = _BASES.get(key)
         if base is None:
-            base = query.connect(store.data_dir, paths)
+            base = query.connect(store.readable(recorded))  # a bucket's shards: fetched once into the read cache
             _BASES[key] = base
             while len(_BASES) > _MAX_BASES:
                 _BASES.popitem(last=False)  # not closed: a render may still use a cursor of it

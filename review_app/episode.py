@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app.data import warehouse_cursor
-from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec
+from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec, is_subagent
 from warehouse.errors import InputError
 from warehouse.query import iter_records
 from warehouse.store import Store
@@ -59,7 +59,8 @@ def step_rows(view: EpisodeView) -> list[dict[str, Any]]:
             {
                 "step": s.index,
                 "actor": s.actor,
-                "action": s.action.tool or s.action.kind,
+                # a sub-agent's own step sits under the planner's step that delegated it
+                "action": ("↳ " if is_subagent(s.actor) else "") + (s.action.tool or s.action.kind),
                 "arguments": short_json(s.action.arguments, 160),
                 "ok": s.feedback.ok,
                 "error": f"{err.code}: {err.message}" if err else "",

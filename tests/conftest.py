@@ -194,3 +194,13 @@ def label_studio(tmp_path_factory) -> Iterator[LabelStudioServer]:
         yield LabelStudioServer(started.url, started.tokens)
     finally:
         ls_server.stop(started.pid)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """moto's S3 server for the session, checking keys (see tests/s3_server.py); a bucket per test."""
+    from tests import s3_server as moto
+
+    server = moto.start(free_port(), tmp_path_factory.mktemp("moto") / "server.log", wait_for)
+    yield server
+    moto.stop(server.pid)

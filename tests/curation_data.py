@@ -12,10 +12,11 @@ from warehouse.store import Store
 
 
 def build_round(data_dir: Path, episodes: int = 200, rollouts: int = 3, seed: int = 0,
-                curation: dict | None = None) -> tuple[Store, str]:
-    """A curated round of ``episodes`` in ``data_dir``; returns the store and round id."""
-    settings = load_settings(None, data_dir=data_dir, round={"episodes": episodes, "rollouts": rollouts, "seed": seed},
-                             curation=curation)
+                curation: dict | None = None, families: list[str] | None = None) -> tuple[Store, str]:
+    """A curated round of ``episodes`` in ``data_dir`` (of ``families``, default all); returns the store
+    and round id."""
+    shape = {"episodes": episodes, "rollouts": rollouts, "seed": seed, **({"families": families} if families else {})}
+    settings = load_settings(None, data_dir=data_dir, round=shape, curation=curation)
     store = Store(data_dir)
     rnd, _ = stages.open_or_resume_round(store, settings)
     stages.write_tasks(store, rnd.id, rnd.plan)

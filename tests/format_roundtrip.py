@@ -10,6 +10,7 @@ from typing import Any
 
 from flows.export_cmd import export
 from flows.import_cmd import import_prepared, prepare_import
+from warehouse.contract import is_subagent
 from warehouse.query import iter_records
 from warehouse.store import Store
 
@@ -48,8 +49,10 @@ def _result(step) -> Any:
 
 
 def facts(store: Store, key: str = "task_id") -> dict[Any, dict[str, Any]]:
-    """Per episode (keyed by its task id and rollout): its steps (kind, tool, call id, arguments,
-    ok, result or error), reward, success and the steps labelled wrong (what curation masks)."""
+    """Per episode (keyed by its task id and rollout): the planner's steps (kind, tool, call id,
+    arguments, ok, result or error), reward, success and the steps labelled wrong (what curation
+    masks). A sub-agent's own rows are left out: no export writes them as the planner's turns (the
+    planner sees their work as the delegating call's result), so no round trip brings them back."""
     con = store.duck()
     eps = {e.episode_id: e for e in iter_records(con, "episodes")}
     outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
@@ -58,7 +61,7 @@ def facts(store: Store, key: str = "task_id") -> dict[Any, dict[str, Any]]:
         steps.setdefault(s.episode_id, []).append(s)
     out = {}
     for eid, ep in eps.items():
-        st = sorted(steps.get(eid, []), key=lambda s: s.index)
+        st = sorted((s for s in steps.get(eid, []) if not is_subagent(s.actor)), key=lambda s: s.index)
         out[(getattr(ep, key), ep.rollout)] = {
             "steps": [(s.action.kind, s.action.tool, s.action.call_id, s.action.arguments, s.feedback.ok, _result(s))
                       for s in st],

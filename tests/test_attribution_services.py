@@ -2,30 +2,14 @@
 
 from datetime import datetime
 
-from warehouse.contract import FailureAttribution
-
 from curation.capabilities import capability_report, pass_at
 from generators.collect import run_episode
 from generators.phone.attribution import classify
 from generators.phone.families import get_family
+from tests.fixed_policy import FixedActions
+from warehouse.contract import FailureAttribution
 
 WHEN = datetime(2026, 1, 1)
-
-
-class Script:
-    """Plays a fixed list of actions."""
-
-    name, version, model = "script", "0", ""
-
-    def __init__(self, actions):
-        self.actions, self.i = actions, 0
-
-    def start(self, task, rollout):
-        self.i = 0
-
-    def next_action(self, history):
-        self.i += 1
-        return self.actions[self.i - 1].model_copy(deep=True)
 
 
 def f07(variant, level=2):
@@ -35,7 +19,7 @@ def f07(variant, level=2):
 
 
 def play(task, actions):
-    return run_episode(task, Script(actions), rollout=0, round_id="r", batch_id="b", created_at=WHEN)
+    return run_episode(task, FixedActions(actions), rollout=0, round_id="r", batch_id="b", created_at=WHEN)
 
 
 def test_using_the_superseded_value_is_state_tracking():
@@ -84,6 +68,11 @@ def test_skill_and_tool_exposure_failures():
     failure = classify(hidden, family.reference_actions(task), rec.steps, FailureAttribution(type="skipped_step"))
     assert failure.side == "harness"  # the reference needs load_skill, which the task never offered
     assert failure.category == "tool_not_exposed"
+    # a gated tool refused on a task that never offers load_skill, whose reference needs no skill:
+    # nothing told the agent how to unlock it (the harness's gap)
+    unguided = classify(hidden, skipped, rec.steps, FailureAttribution(type="skipped_step"))
+    assert (unguided.side, unguided.category) == ("harness", "missing_skill_guidance")
+    assert rec.steps[unguided.step].feedback.error.code == "SKILL_NOT_LOADED"
 
 
 def test_pass_k_counts_a_scenario_as_one_unit():
@@ -104,3 +93,25 @@ def test_pass_k_counts_a_scenario_as_one_unit():
     assert rep["capabilities"]["memory"]["pass1"] == 0.5 and rep["capabilities"]["memory"]["passk"] == 0.0
     assert rep["scenarios"] == {"rollouts": 2, "success_rate": 0.5}
     assert rep["attribution"] == {"model:recovery": 1, "model:state_tracking": 1}
+
+
+def test_status_prints_pass_k_per_capability_and_per_family_and_the_attribution():
+    from rich.console import Console
+
+    from flows.views import print_capabilities
+
+    rows = [{"round_id": "r", "task_id": t, "family": fam, "rollout": r, "success": ok, "capabilities": caps,
+             **({} if ok else {"failure_side": side, "failure_category": cat})}
+            for t, fam, caps, outcomes, side, cat in (
+                ("a", "F01", ["tool_use"], (True, True), "", ""),
+                ("b", "F07", ["memory", "memory_recall"], (True, False), "harness", "stale_memory"),
+                ("c", "F07", ["memory", "memory_recall"], (False, False), "model", "state_tracking"))
+            for r, ok in enumerate(outcomes)]
+    console = Console(record=True, width=160)
+    print_capabilities(console, [{"round": "r", **capability_report(rows)["r"]}])
+    text = console.export_text()
+    assert "r: by capability (k = 2)" in text and "r: by family (k = 2)" in text
+    lines = {ln.split()[0]: ln.split()[1:] for ln in text.splitlines() if ln.strip()}
+    assert lines["memory"] == ["4", "25%", "0.25", "0.00"] and lines["tool_use"] == ["2", "100%", "1.00", "1.00"]
+    assert lines["F07"] == ["4", "25%", "0.25", "0.00"] and lines["F01"] == ["2", "100%", "1.00", "1.00"]
+    assert "failures: harness:stale_memory 1, model:state_tracking 2" in text

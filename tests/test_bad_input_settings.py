@@ -16,7 +16,7 @@ from warehouse.settings import Settings, load_settings
 
 # every settings path a user can write (sections and their keys), plus misspellings
 KEYS = {
-    "": ["data_dir", "state_url", "review_port", "review_session_hours", "policy", "writer", "review_overlap",
+    "": ["data_dir", "state_url", "local_dir", "review_port", "review_session_hours", "policy", "writer", "review_overlap",
          "review_overlap_reviewers", "datadir"],
     "round": ["episodes", "rollouts", "shard_size", "seed", "families", "difficulty", "adaptive", "unreleased_share",
               "episode"],
@@ -25,12 +25,14 @@ KEYS = {
     "openai": ["base_url", "model", "api_key", "concurrency", "rpm", "tpm", "timeout_s", "retries", "prices"],
     "label_studio": ["url", "token", "project", "page_size", "timeout_s"],
     "scripted.error_rates": ["tool_use", "memory"],
+    "s3": ["endpoint_url", "access_key", "secret_key", "region", "timeout_s", "retries", "download_threads"],
 }
 ENV_NAMES = ["FLYWHEEL_DATA_DIR", "FLYWHEEL_STATE_URL", "FLYWHEEL_REVIEW_PORT", "FLYWHEEL_POLICY", "FLYWHEEL_ROUND",
              "FLYWHEEL_ROUND__EPISODES", "FLYWHEEL_ROUND__FAMILIES", "FLYWHEEL_ROUND__SEED", "FLYWHEEL_OPENAI",
              "FLYWHEEL_OPENAI__CONCURRENCY", "FLYWHEEL_OPENAI__PRICES", "FLYWHEEL_CURATION__PII_KINDS",
              "FLYWHEEL_SCRIPTED__ERROR_RATES", "FLYWHEEL_LABEL_STUDIO__PAGE_SIZE", "FLYWHEEL_REVIEW_SESSION_HOURS",
-             "FLYWHEEL_NOT_A_SETTING", "FLYWHEEL_ROUND__NOPE", "FLYWHEEL_CURATION"]
+             "FLYWHEEL_NOT_A_SETTING", "FLYWHEEL_ROUND__NOPE", "FLYWHEEL_CURATION", "FLYWHEEL_S3__ENDPOINT_URL",
+             "FLYWHEEL_S3__RETRIES", "FLYWHEEL_LOCAL_DIR"]
 
 
 def _toml_value(value) -> str:

@@ -11,7 +11,10 @@ def test_bench_phone_quick_prints_every_measure():
     proc = subprocess.run([sys.executable, "bench/bench_phone.py", "--quick"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    for measure in ("raw tool calls / s", "env tool calls / s (PhoneEnv.step, verified)", "world build (us)",
-                    "world copy (us)", "world hash (us)"):
+    for measure in ("raw tool calls / s", "verified steps / s, full recomputation (CPU)",
+                    "verified steps / s, incremental (wall)", "world build (us)", "world copy (us)",
+                    "world hash, from scratch (us)"):
         assert measure in proc.stdout
-    assert "target" in proc.stdout and not proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]  # the line `python -m bench` reads
+    assert summary.startswith("verified steps / s per core (PhoneEnv.step, incremental, CPU)")
+    assert "target (20,000)" in summary and "full recomputation" in summary and not proc.stderr

@@ -63,3 +63,26 @@ def test_bench_flywheel_quick_runs_the_three_strategies_through_the_real_path():
     assert header.split() == ["family", "competence-aware", "uniform", "failure-only"]
     assert [line.split()[0] for line in proc.stdout.splitlines()[2:10]] == [
         "F01", "F02", "F03", "F04", "F05", "F06", "all", "seconds"]
+
+
+def test_bench_round_quick_prints_both_runners_and_their_ratio():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_round.py"), "--episodes", "200"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
+    assert [(r[0], r[1]) for r in rows] == [("1", "threads"), ("2", "processes")]
+    # the same episodes both ways: 200 asked for, plus the later sessions of multi-session scenarios (F09)
+    assert rows[0][2] == rows[1][2] and int(rows[0][2]) >= 200
+    one, two, ratio_col = float(rows[0][3]), float(rows[1][3]), float(rows[1][5])
+    assert abs(ratio_col - two / one) <= 0.05 / one * (1 + two / one) + 0.006  # seconds print to 0.1 s
+    ratio = next(line for line in proc.stdout.splitlines() if line.startswith("ratio workers=2 / workers=1: "))
+    assert ratio.split()[4] == rows[1][5]
+
+
+def test_bench_s3_quick_reads_a_bucket_three_ways_with_one_answer():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_s3.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr  # the script asserts the three ways agree
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("DuckDB", "read cache"))]
+    assert len(rows) == 3 and all(float(r.split()[-3]) > 0 for r in rows)
+    assert "empty cache / straight from S3:" in proc.stdout

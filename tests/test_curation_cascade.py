@@ -18,10 +18,10 @@ from curation.routing import routing_marks
 from curation.schema_check import schema_marks
 from curation.signatures import call_columns, exact_keys
 from flows import stages
-from flows.curate_stage import cascade_input
-from warehouse.query import iter_records
-
+from flows.stages.curate import cascade_input
 from tests.curation_data import build_round
+from tests.fixed_policy import FixedActions
+from warehouse.query import iter_records
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_heuristics_flag_loops_redundant_reads_error_storms_and_budget():
         {"episode_id": "e3", "n_steps": 3}, {"episode_id": "e4", "n_steps": 1},
     ])
     marks, flags = heuristic_marks(eps, steps, call_columns(steps))
-    detail = {e: json.loads(d) for e, d in zip(marks["episode_id"], marks["detail"])}
+    detail = {e: json.loads(d) for e, d in zip(marks["episode_id"], marks["detail"], strict=True)}
     assert detail["e1"]["flags"] == ["loop"] and detail["e1"]["masked_steps"] == [1, 2]
     assert set(detail["e2"]["flags"]) == {"redundant_read", "error_storm", "over_budget"}
     assert detail["e2"]["masked_steps"] == [1, 2, 3, 4]
@@ -224,24 +224,8 @@ def test_replay_goes_on_past_a_finish_the_harness_refused():
     plan = list(policy.plan)
     bad_finish = Action(kind="finish", tool="finish", arguments={"status": "completed", "claims": "not a list"})
     policy.plan = [bad_finish, *plan]  # refused by the harness, then the real work
-    rec = run_episode(task, _Fixed(policy.plan), rollout=0, round_id="r", batch_id="b", created_at=datetime(2026, 3, 1))
+    rec = run_episode(task, FixedActions(policy.plan), rollout=0, round_id="r", batch_id="b",
+                      created_at=datetime(2026, 3, 1))
     assert rec.steps[0].feedback.ok is False and rec.outcome.success
     actions = [(s.action.kind, s.action.tool, s.action.arguments) for s in rec.steps]
     assert replay_hash(task, actions) == rec.outcome.final_state_hash
-
-
-class _Fixed:
-    """A policy that plays a fixed list of actions."""
-
-    name, version, model = "fixed", "0", ""
-
-    def __init__(self, actions):
-        self.actions = actions
-
-    def start(self, task, rollout):
-        self._i = 0
-
-    def next_action(self, history):
-        action = self.actions[self._i]
-        self._i += 1
-        return action

@@ -58,6 +58,11 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
     assert manifest["funnel"]["total"]["out"] == _funnel_out(store)
     for split, weights in manifest["mixing_weights"].items():
         assert abs(sum(weights.values()) - 1) < 1e-3
+    # every format (tasks too) says why the episodes it read failed: side and category of each failure
+    failed = dict(store.duck().execute(
+        "SELECT json_extract_string(failure, '$.side') || ':' || json_extract_string(failure, '$.category'), count(*) "
+        "FROM outcomes WHERE NOT success GROUP BY 1").fetchall())
+    assert failed and manifest["failure_attribution"] == failed
     templates = defaultdict(set)
     if fmt == "hf":
         import datasets

@@ -96,7 +96,7 @@ def _recorded_shards_whole(store: Store) -> None:
 # --- the state database restarting ------------------------------------------------------
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def clean_round(tmp_path_factory, prefect_server) -> list[str]:
     cwd = tmp_path_factory.mktemp("clean")
     done = flywheel(*ROUND, env=_env(prefect_server), cwd=cwd)

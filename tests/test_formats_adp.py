@@ -31,7 +31,8 @@ def test_export_loads_with_adps_schema_and_carries_verifier_rewards(collected, t
     trajectories = [Trajectory.model_validate(r) for r in rows]  # raises on any shape ADP would refuse
     got = facts(collected, key="episode_id")
     progress = {}
-    for eid, p in collected.duck().execute('SELECT episode_id, verification_progress FROM steps ORDER BY episode_id, "index"').fetchall():
+    for eid, p in collected.duck().execute("SELECT episode_id, verification_progress FROM steps WHERE actor = 'planner' "
+                                           'ORDER BY episode_id, "index"').fetchall():
         progress.setdefault(eid, []).append(p)
     for row, traj in zip(rows, trajectories, strict=True):
         ep = got[(row["id"], row["details"]["rollout"])]

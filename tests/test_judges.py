@@ -155,7 +155,10 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
     marks = dict(con.execute('SELECT mark, count(*) FROM marks WHERE "check" = \'judges\' GROUP BY 1').fetchall())
     episodes = con.execute("SELECT count(*) FROM episodes").fetchone()[0]  # 20 planned, and later sessions
     assert sum(marks.values()) == episodes >= 20 and marks.get("judge_pass", 0) > 0
-    assert len(requests) == 3 * episodes and requests[0]["temperature"] == 0.7
+    # each distinct prompt asked once of each of the 3 judges (an exact duplicate's verdict is journaled already)
+    prompts = {json.dumps(r["messages"]) for r in requests}
+    assert len(requests) == 3 * len(prompts) and episodes >= len(prompts) > episodes // 2
+    assert requests[0]["temperature"] == 0.7
     routed = con.execute(
         "SELECT count(*) FROM marks m JOIN outcomes o USING (episode_id) WHERE m.\"check\" = 'routing' "
         "AND m.reason LIKE '%judges disagree%'").fetchone()[0]
@@ -169,3 +172,42 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
     row = status_rows(store, overlap=Overlap(share=0.0))[0]  # one review decides, wherever the overlap share falls
     assert row["judge_agreement"]["compared"] == 1
     assert row["funnel"]["steps"]["judges"] == marks
+
+
+def test_curation_killed_after_the_judges_answered_asks_no_judge_again(local_endpoint, tmp_path, monkeypatch):
+    from flows import stages
+    from warehouse import killpoints
+
+    url, requests = local_endpoint
+    from tests.curation_data import build_round
+
+    store, round_id = build_round(tmp_path / "data", episodes=6, rollouts=1,
+                                  curation={"judge_base_url": url, "judge_model": "m", "judge_k": 2})
+    asked = len(requests)
+    con = store.duck()
+    first = con.execute("SELECT episode_id, mark, detail FROM marks WHERE \"check\" = 'judges' ORDER BY 1").fetchall()
+    assert asked == 2 * len({json.dumps(r["messages"]) for r in requests}) > 0
+
+    # the same cascade again, as a rerun after a kill between the judges' answers and the commit
+    from warehouse.settings import load_settings
+
+    settings = load_settings(None, data_dir=tmp_path / "data",
+                             curation={"judge_base_url": url, "judge_model": "m", "judge_k": 2})
+
+    class Killed(Exception):
+        pass
+
+    def die(point: str) -> None:
+        if point == "curate.marked":
+            raise Killed
+
+    monkeypatch.setattr(killpoints, "reached", die)
+    with pytest.raises(Killed):
+        stages.curate.curate_round_cascade(store, round_id, "curate-again", settings)
+    assert len(requests) == asked  # every judge's reply came from the journal
+    # a judge that is asked something new is still asked
+    settings_k3 = load_settings(None, data_dir=tmp_path / "data",
+                                curation={"judge_base_url": url, "judge_model": "m", "judge_k": 3})
+    with pytest.raises(Killed):
+        stages.curate.curate_round_cascade(store, round_id, "curate-again", settings_k3)
+    assert len(requests) == asked * 3 // 2  # only judge-3 is new: judges 1 and 2 answered already

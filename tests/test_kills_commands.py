@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,23 @@ ROUND = ("run", "--episodes", "20", "--seed", "5", "--no-progress")
 EVAL = ("eval", "--split", "dev", "--episodes", "40", "--no-progress")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _on_the_session_prefect_server(prefect_server):
+    """Every command of this module reports to the session's Prefect server (a temporary one per
+    command would cost each its start-up, and the kills are not about it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_API_URL", prefect_server)
+        yield
+
+
 def _env(**extra: str) -> dict[str, str]:
     return cli_env(None, FLYWHEEL_ROUND__SHARD_SIZE="10", **extra)
+
+
+def _copy_of(prepared: Path, cwd: Path) -> Path:
+    """``prepared``'s data directory copied into ``cwd`` (what a test starts from, made once)."""
+    shutil.copytree(prepared / "flywheel-data", cwd / "flywheel-data")
+    return cwd
 
 
 def _ok(*args: str, cwd: Path, **extra: str) -> str:
@@ -117,11 +133,25 @@ def _feedback_file(cwd: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clean_feedback(tmp_path_factory):
-    """A round, a trainer's feedback on it and an eval, none killed."""
-    cwd = tmp_path_factory.mktemp("clean-feedback")
+def a_round(tmp_path_factory) -> Path:
+    """A folder with a finished round in its data directory (copied by the tests that start from it)."""
+    cwd = tmp_path_factory.mktemp("a-round")
     _ok(*ROUND, cwd=cwd)
+    return cwd
+
+
+@pytest.fixture(scope="module")
+def round_with_feedback(tmp_path_factory, a_round) -> Path:
+    """A round and a trainer's feedback on it."""
+    cwd = _copy_of(a_round, tmp_path_factory.mktemp("round-with-feedback"))
     _ok("feedback", str(_feedback_file(cwd)), "--model", "sft-1", cwd=cwd)
+    return cwd
+
+
+@pytest.fixture(scope="module")
+def clean_feedback(tmp_path_factory, round_with_feedback):
+    """A round, a trainer's feedback on it and an eval, none killed."""
+    cwd = _copy_of(round_with_feedback, tmp_path_factory.mktemp("clean-feedback"))
     _ok(*EVAL, cwd=cwd)
     data = cwd / "flywheel-data"
     return {"feedback": _rows(data, FEEDBACK),
@@ -130,8 +160,8 @@ def clean_feedback(tmp_path_factory):
 
 
 @pytest.mark.parametrize("point", ["shard.written", "shard.renamed", "unit.committed"])
-def test_feedback_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, clean_feedback, point):
-    _ok(*ROUND, cwd=tmp_path)
+def test_feedback_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, a_round, clean_feedback, point):
+    _copy_of(a_round, tmp_path)
     src = _feedback_file(tmp_path)
     _killed("feedback", str(src), "--model", "sft-1", cwd=tmp_path, point=point)
     _ok("feedback", str(src), "--model", "sft-1", cwd=tmp_path)
@@ -143,9 +173,9 @@ def test_feedback_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, c
 @pytest.mark.parametrize("point", _points(
     ["shard.written:2", "unit.committed:2", "eval.collected", "unit.committed:4"],
     [("shard.written", 10), ("unit.committed", 4)]))
-def test_an_eval_killed_at_a_point_then_rerun_equals_a_clean_eval(tmp_path, clean_feedback, point):
-    _ok(*ROUND, cwd=tmp_path)
-    _ok("feedback", str(_feedback_file(tmp_path)), "--model", "sft-1", cwd=tmp_path)
+def test_an_eval_killed_at_a_point_then_rerun_equals_a_clean_eval(tmp_path, round_with_feedback, clean_feedback,
+                                                                 point):
+    _copy_of(round_with_feedback, tmp_path)
     _killed(*EVAL, cwd=tmp_path, point=point)
     _ok(*EVAL, cwd=tmp_path)
     data = tmp_path / "flywheel-data"

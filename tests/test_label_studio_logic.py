@@ -130,6 +130,29 @@ def test_two_annotators_agree_and_count_like_the_streamlit_app(store):
     assert len(reviews(store)) == before
 
 
+def test_two_label_studio_users_with_one_name_are_two_votes_and_an_email_change_keeps_the_reviewer(store):
+    from review_app.label_studio.client import RemoteUser
+
+    fake = FakeLabelStudio()
+    push(store, fake, LS, round_ids=None)
+    one, other = fake.add_user("cy@example.com"), fake.add_user("cy@elsewhere.org")  # two people
+    tid, data = next(iter(fake.task_data.items()))
+    eid = data["data"]["episode_id"]
+    fake.annotate(tid, one, [choices(config.DECISION, "approve")])
+    fake.annotate(tid, other, [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
+    summary = pull(store, fake, LS)
+    assert summary.reviewers_created == ["cy", f"cy-ls{other.id}"]
+    final = final_decisions(store, None, ALL)[eid]
+    assert final.status == "disputed" and set(final.reviewers) == {"cy", f"cy-ls{other.id}"}  # not one vote
+    # the first cy changes her address in Label Studio and edits her vote: still the same reviewer
+    fake.people[one.id] = RemoteUser(one.id, "cy.new@example.com", "cy.new@example.com")
+    fake.annotate(tid, fake.people[one.id], [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
+    again = pull(store, fake, LS)
+    assert again.reviewers_created == [] and {r.reviewer for r in reviews(store)} >= {"cy", f"cy-ls{other.id}"}
+    assert "cy.new" not in {r.reviewer for r in reviews(store)}
+    assert final_decisions(store, None, ALL)[eid].decision == "reject"
+
+
 def test_mixed_surfaces_dispute_and_adjudication(store):
     fake = FakeLabelStudio()
     push(store, fake, LS, round_ids=None)

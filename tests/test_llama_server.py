@@ -121,7 +121,7 @@ def test_a_small_round_against_the_real_server_ends_by_finish_or_budget(llama, t
     assert {t for t, _ in outcomes} <= {"finished", "budget_exhausted"}, outcomes  # never endpoint_error
 
     steps = con.execute("SELECT action_kind, action_raw, action_text, feedback_error, cost_prompt_tokens, "
-                        "cost_completion_tokens, cost_latency_ms FROM steps").fetchall()
+                        "cost_completion_tokens, cost_latency_ms FROM steps WHERE actor = 'planner'").fetchall()
     assert steps and all(s[4] > 0 and s[5] > 0 and s[6] > 0 for s in steps)  # tokens and latency of each reply
     # the server was sent the model's own calls back (the assistant turn it refused in the old shape)
     assert con.execute("SELECT count(*) FROM steps s JOIN steps p ON p.episode_id = s.episode_id "

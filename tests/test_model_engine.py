@@ -116,6 +116,42 @@ def test_breaker_opens_when_the_endpoint_keeps_failing():
     assert asyncio.run(main()) == 5
 
 
+def test_a_stall_that_times_out_every_call_in_flight_at_once_is_one_failure_not_an_outage():
+    # 16 calls in flight when the endpoint stalls once: all time out together; the breaker (6) must
+    # stay closed and every call succeed on its retry. An endpoint that stays down still opens it.
+    stalled = {"left": 16}
+
+    async def stall_once(_):
+        if stalled["left"] > 0:
+            stalled["left"] -= 1
+            await asyncio.sleep(1.0)
+        return _ok()
+
+    async def main():
+        engine = Engine(FakeEndpoint(stall_once), EngineConfig(concurrency=16, timeout_s=0.05, retries=2,
+                                                               backoff_s=0.001, backoff_max_s=0.01,
+                                                               breaker_failures=6), rng=random.Random(0))
+        replies = await asyncio.gather(*(engine.complete(_request()) for _ in range(16)))
+        return engine, replies
+
+    engine, replies = asyncio.run(main())
+    assert len(replies) == 16 and engine.stats.failures["timeout"] == 16
+    assert not engine.breaker.open and engine.breaker.failures == 0
+
+    def down(_):
+        raise TransientFailure("503", "unavailable")
+
+    async def concurrent_down():
+        engine = Engine(FakeEndpoint(down), EngineConfig(concurrency=16, retries=100, backoff_s=0.001,
+                                                         backoff_max_s=0.01, breaker_failures=6))
+        results = await asyncio.gather(*(engine.complete(_request()) for _ in range(16)), return_exceptions=True)
+        return engine, results
+
+    engine, results = asyncio.run(concurrent_down())
+    assert engine.breaker.open and all(isinstance(r, EndpointDown) for r in results)
+    assert "6 failed attempts in a row" in str(results[0])
+
+
 def test_engine_keeps_to_its_concurrency_limit():
     in_flight, peak = 0, 0
 

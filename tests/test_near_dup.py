@@ -142,7 +142,7 @@ def test_near_duplicates_of_earlier_rounds_point_to_the_earlier_episode(planted)
 
 
 def test_a_second_round_is_curated_against_the_first(tmp_path):
-    from flows.curate_stage import cascade_input
+    from flows.stages.curate import cascade_input
     from tests.curation_data import build_round
 
     build_round(tmp_path / "data", episodes=60, rollouts=2)

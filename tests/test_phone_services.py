@@ -1,9 +1,11 @@
 """The agent services' rules: memory, skills, sub-agents, the simulated user, and their checks."""
 
 import random
+from datetime import datetime
 
 from warehouse.contract import Action
 
+from generators.collect import run_episode
 from generators.phone.apps import install_all
 from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.files import add_file
@@ -11,10 +13,11 @@ from generators.phone.checks_services import SERVICE_CHECKS
 from generators.phone.env import PhoneEnv
 from generators.phone.families import get_family
 from generators.phone.services.memory import add_memory
-from generators.phone.services.subagents import add_kb, add_ui_setting
+from generators.phone.services.subagents import add_kb, add_ui_setting, subagent_steps
 from generators.phone.tools import call_tool
-from generators.phone.user import ModelUser, scripted_user_reply
+from generators.phone.user import scripted_user_reply
 from generators.phone.world import World
+from tests.fixed_policy import FixedActions
 
 
 def world() -> World:
@@ -152,7 +155,9 @@ def test_qa_answers_only_from_its_knowledge_base():
     add_kb(w, "gym opening hours", "6:00 to 22:00")
     known = start_and_run(w, "qa", {"question": "What are the opening hours of the gym?"})  # a paraphrase
     assert known["data"]["result"]["answer"] == "6:00 to 22:00"
-    assert known["data"]["trace"][0]["actor"] == "subagent:qa"
+    assert "trace" not in known["data"]  # the planner gets the result; the sub-agent's steps are its own rows
+    assert subagent_steps(w.events)[-1] == ("subagent:qa", "qa.lookup",
+                                            {"question": "What are the opening hours of the gym?"}, True, "")
     near = start_and_run(w, "qa", {"question": "What are the pool opening hours?"})  # a near miss
     assert near["error"]["code"] == "NOT_FOUND" and "do not guess" in near["error"]["hint"]
 
@@ -184,20 +189,62 @@ def test_gui_and_vision_fail_typed_with_hints():
     assert wrong_inputs["error"]["code"] == "INVALID_ARGUMENT" and "file_id" in wrong_inputs["error"]["hint"]
 
 
+def test_a_seeded_gui_failure_is_unsupported_app_and_its_hint_leads_to_the_apps_own_name():
+    family = get_family("F12")
+    task = next(t for t in (family.make_task(s, 1, knobs={"faults": 2}) for s in range(60))
+                if t.private_params["variant"] == "gui_setting")
+    p = task.private_params
+    assert task.public_params["app"] == p["said_app"] != p["app"]  # the user's name for the app
+    ref = family.reference_actions(task)
+    rec = run_episode(task, FixedActions(ref), rollout=0, round_id="r", batch_id="b", created_at=datetime(2026, 1, 1))
+    first_run = next(s for s in rec.steps if s.action.tool == "run_subagent")
+    assert first_run.feedback.error.code == "UNSUPPORTED_APP" and p["app"] in first_run.feedback.error.hint
+    failed = [s for s in rec.steps if s.actor == "subagent:gui" and not s.feedback.ok]
+    assert [(s.action.tool, s.feedback.error.code) for s in failed] == [("gui.open_app", "UNSUPPORTED_APP")]
+    assert rec.outcome.success and run(task, ref).evaluate()[1]
+    # the real name at once passes; giving up after the failure, or retrying the same name, does not
+    direct = [a.model_copy(deep=True) for a in ref[2:]]
+    direct[1].arguments["session_id"] = "sa-0001"
+    assert run(task, direct).evaluate()[1]
+    assert not run(task, [*ref[:2], ref[-1]]).evaluate()[1]
+    again = [a.model_copy(deep=True) for a in ref]
+    again[2].arguments["inputs"]["app"] = p["said_app"]
+    assert not run(task, again).evaluate()[1]
+    # below the knob's level 2 the user says the app's own name: no failure is seeded
+    plain = family.make_task(task.seed, 1)
+    assert "said_app" not in plain.private_params and len(family.reference_actions(plain)) == 3
+
+
+def _automation(w, tool_name):
+    return next(r for r in w.table("automations").rows.values() if r["tool"] == tool_name)
+
+
 def test_automation_fires_when_the_clock_passes_its_time():
     w = world()
     assert w.table("device").get("flashlight")["value"] is False
+    assert w.table("device").get("do_not_disturb")["value"] is False
     start_and_run(w, "automation", {"at": "in 5 minutes", "tool": "device_set_flashlight",
                                     "arguments": {"enabled": True}})
+    # a near miss: a second automation due a minute after the first must not fire with it
+    start_and_run(w, "automation", {"at": "in 5 minutes", "tool": "device_set_do_not_disturb",
+                                    "arguments": {"enabled": True}})
+    first, second = _automation(w, "device_set_flashlight"), _automation(w, "device_set_do_not_disturb")
+    assert first["at"] < second["at"]
     ticks = 0
     while w.now + w.tick < w.next_due:
         call_tool(w, "device_get_settings", {})
         ticks += 1
         assert w.table("device").get("flashlight")["value"] is False, "fired early"
-    assert ticks >= 8  # five minutes of 30-second ticks, give or take the rounding to the minute
-    call_tool(w, "device_get_settings", {})  # this tick passes the time
-    row = next(iter(w.table("automations").rows.values()))
-    assert row["status"] == "fired" and w.table("device").get("flashlight")["value"] is True
+    assert ticks >= 6  # five minutes of 30-second ticks, less the ticks the second start took
+    call_tool(w, "device_get_settings", {})  # this tick passes the first one's time
+    assert first["status"] == "fired" and w.table("device").get("flashlight")["value"] is True
+    assert second["status"] == "scheduled" and w.table("device").get("do_not_disturb")["value"] is False
+    while w.now + w.tick < w.next_due:
+        call_tool(w, "device_get_settings", {})
+        assert second["status"] == "scheduled", "the second fired before its time"
+    call_tool(w, "device_get_settings", {})  # this tick passes the second one's time
+    assert second["status"] == "fired" and w.table("device").get("do_not_disturb")["value"] is True
+    assert w.next_due is None  # nothing left to fire
     past = start_and_run(w, "automation", {"at": "06:00", "tool": "device_set_flashlight",
                                            "arguments": {"enabled": False}})
     assert past["error"]["code"] == "INVALID_ARGUMENT"  # 06:00 today is already over
@@ -239,20 +286,3 @@ def test_user_answers_only_what_it_knows_and_confirms_by_policy():
     assert scripted_user_reply(_task({}), "Can you confirm the payment?") == "I don't know."  # no policy
 
 
-class FakeModel:
-    def __init__(self, reply):
-        self.reply, self.seen = reply, []
-
-    def complete(self, messages):
-        self.seen.append(messages)
-        return self.reply
-
-
-def test_model_user_keeps_to_its_facts():
-    task = _task({"room": "4B", "time": "10:30"})
-    honest = FakeModel("It's room 4B.")
-    assert ModelUser(honest).reply(task, "Which room?") == "It's room 4B."
-    system = honest.seen[0][0]["content"]
-    assert "4B" in system and "Never volunteer" in system
-    leaky = ModelUser(FakeModel("Room 4B, and the meeting is at 10:30."))
-    assert leaky.reply(task, "Which room?") == "4B"  # it volunteered the time: the scripted answer instead

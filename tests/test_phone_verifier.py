@@ -188,3 +188,32 @@ def test_a_made_up_claim_costs_progress_only_where_claims_are_soft():
     task = get_family("F01").make_task(2, 1)
     _, success, progress, _ = _finish_with_claim(task, "the answer is 97 according to the manager")
     assert success and progress < 1.0
+
+
+@pytest.mark.parametrize("fid", ["F08", "F09", "F11"])
+def test_a_memory_or_skill_requirement_is_a_milestone_of_the_step_that_met_it_not_of_the_finish(fid):
+    # per-step progress is what per-step rewards (ADP, verl) are made of: a memory written at step 3
+    # earns its weight at step 3, as a table written there does
+    from generators.phone.env import PhoneEnv
+    from generators.phone.families import get_family
+
+    family = get_family(fid)
+    seen = 0
+    for seed in range(12):
+        task = family.make_task(seed, 1 + seed % family.max_difficulty)
+        service = {r.id for r in task.requirements if r.kind in ("memory_diff", "skill_reruns") and not r.noop_passes}
+        if not service:
+            continue
+        env = PhoneEnv(task, family)
+        env.reset()
+        met_at = {}
+        actions = family.reference_actions(task)
+        for i, action in enumerate(actions):
+            _, verification, _ = env.step(action)
+            met_at.update({m: i for m in verification.milestones})
+        assert env.evaluate()[1], (fid, seed)
+        for rid in service:
+            assert rid in met_at and met_at[rid] < len(actions) - 1, (fid, seed, rid, met_at)
+            assert actions[met_at[rid]].kind == "tool_call"
+        seen += 1
+    assert seen, f"no {fid} task with a memory or skill requirement in 12 seeds"

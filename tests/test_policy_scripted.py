@@ -7,6 +7,8 @@ from generators.collect import run_episode
 from generators.phone.families import FAMILIES
 from generators.policies import DEFAULT_ERROR_RATES, ScriptedPolicy
 
+CAPABILITIES = ("tool_use", "memory", "skills", "subagents")
+
 
 def test_name_version_and_zero_rates_follow_reference():
     policy = ScriptedPolicy(error_rates={}, seed=1)
@@ -37,12 +39,15 @@ def test_default_rates_give_successes_and_failures_that_differ_by_family():
     # challenge variant is made at the highest), so it differs by family...
     risks: dict[str, list[float]] = defaultdict(list)
     wins: dict[str, list[bool]] = defaultdict(list)
+    by_capability: dict[str, list[bool]] = defaultdict(list)
     for fid, family in sorted(FAMILIES.items()):
         for seed in range(300):
             task = family.make_task(seed, 1)
             risks[fid].append(policy.mistake_rate(task))
             rec = run_episode(task, policy, rollout=0, round_id="r", batch_id="b", created_at=datetime(2026, 3, 1))
             wins[fid].append(rec.outcome.success)
+            for cap in set(task.capabilities) & set(CAPABILITIES):
+                by_capability[cap].append(rec.outcome.success)
     risk = {fid: sum(rs) / len(rs) for fid, rs in risks.items()}
     assert len(set(risk.values())) > 1, risk
     every = [w for ws in wins.values() for w in ws]
@@ -50,6 +55,9 @@ def test_default_rates_give_successes_and_failures_that_differ_by_family():
     rates = {fid: sum(ws) / len(ws) for fid, ws in wins.items()}
     # ...and so does what is observed: the riskiest family succeeds least often.
     assert min(rates, key=rates.get) == max(risk, key=risk.get), (rates, risk)
+    # Of the four capabilities a planner is judged on, memory is the weakest by default (as in MobilePA-Bench).
+    observed = {cap: sum(ws) / len(ws) for cap, ws in by_capability.items()}
+    assert set(observed) == set(CAPABILITIES) and min(observed, key=observed.get) == "memory", observed
 
 def test_success_differs_by_family_and_falls_as_difficulty_rises():
     policy = ScriptedPolicy(seed=3)

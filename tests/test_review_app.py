@@ -243,6 +243,22 @@ def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(wo
         assert len(rt.list_releases(session=s)) == 1
 
 
+def test_a_failed_episode_shows_its_attribution_beside_the_outcome(world):
+    store, _ = world
+    eid, side, category, kind, step = store.duck().execute(
+        "SELECT episode_id, json_extract_string(failure, '$.side'), json_extract_string(failure, '$.category'), "
+        "json_extract_string(failure, '$.type'), json_extract_string(failure, '$.step') FROM outcomes "
+        "WHERE NOT success ORDER BY episode_id LIMIT 1").fetchone()
+    assert category  # the round's failures are attributed
+    at = _signed_in("ann")
+    at.session_state["episode_id"] = eid
+    at.session_state["nav_to"] = "Episode"
+    at.run()
+    assert not at.exception
+    assert any(f"failure: {side}/{category} ({kind}) at step {step}" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
+
+
 def test_dashboard_renders_its_plots(world):
     store, ids = world
     decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve")

@@ -83,6 +83,32 @@ def test_queue_pages_cover_every_episode_once(tmp_path):
     assert sorted(seen) == sorted(ids)
 
 
+def test_the_review_data_layer_reads_a_bucket(tmp_path, s3_server):
+    """The app's pages read an s3:// warehouse: the queue, an episode, a decision's effect on the
+    funnel; a second reviewer's machine (an empty read cache) sees the same."""
+    from review_app import dashboard, episode
+    from warehouse.settings import S3Settings
+
+    url, s3 = f"s3://{s3_server.new_bucket()}/review", S3Settings(
+        endpoint_url=s3_server.endpoint, access_key=s3_server.access_key, secret_key=s3_server.secret_key)
+    state_url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = Store(url, state_url, s3=s3, local_dir=tmp_path / "writer")
+    ids = make_round(store, n_tasks=4)
+    make_accounts(store)
+    ann = accounts.User("ann", "reviewer")
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve")
+    reader = Store(url, state_url, s3=s3, local_dir=tmp_path / "reader")
+    page = queue.queue_page(reader, ann, queue.QueueFilter(status="any"), limit=10)
+    assert sorted(r["episode_id"] for r in page.rows) == sorted(ids)
+    view = episode.load_episode(reader, ids[1], "r0001")
+    assert view.episode.episode_id == ids[1] and view.steps and view.task is not None and view.marks
+    funnel = {row["stage"]: row["count"] for row in dashboard.funnel(reader, "r0001", Overlap())}
+    assert funnel["3 episodes collected"] == funnel["4 episodes curated"] == 4
+    assert funnel["5 episodes reviewed"] == 1  # ann's decision, in the state database
+    assert dashboard.funnel(store, "r0001", Overlap()) == dashboard.funnel(reader, "r0001", Overlap())
+    assert (tmp_path / "reader" / "s3-cache" / "shards").is_dir()  # read through the reader's own cache
+
+
 def test_a_release_holds_the_decisions_made_before_it(tmp_path, state_url):
     store = Store(tmp_path / "d", state_url)
     ids = make_round(store, n_tasks=4)

@@ -4,6 +4,7 @@ export; and a real kill mid-round, then a rerun that loses and duplicates nothin
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 
@@ -11,6 +12,7 @@ import pytest
 
 from curation.formats.openai_chat import check_record
 from tests.conftest import alive, cli_env, flywheel, flywheel_executable, free_port, http_ok, running, wait_for
+from warehouse import state
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -61,13 +63,14 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     assert r["capabilities"]["memory"]["pass1"] is not None and r["attribution"]
     assert len(ids) == len(set(ids)) == 100 + later
     # every family ran, and the services' steps are stored: memory reads and writes, skills loaded,
-    # sub-agent runs with their sub-trace, the user's replies
+    # sub-agent runs, each with its sub-agent's own steps as rows of their own, the user's replies
     con = store.duck()
     assert con.execute("SELECT count(DISTINCT family) FROM episodes").fetchone()[0] == 13
     tools = {t for (t,) in con.execute("SELECT DISTINCT action_tool FROM steps").fetchall()}
     assert {"memory_search", "memory_add", "memory_update", "load_skill", "run_subagent", "ask_user"} <= tools
-    assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'run_subagent' AND feedback_ok "
-                       "AND feedback_result LIKE '%subagent:%'").fetchone()[0] > 0
+    assert con.execute("SELECT count(*) FROM steps s JOIN steps d ON d.episode_id = s.episode_id "
+                       "AND d.\"index\" = s.\"index\" + 1 WHERE s.action_tool = 'run_subagent' AND s.feedback_ok "
+                       "AND d.actor LIKE 'subagent:%'").fetchone()[0] > 0
     assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'ask_user' AND feedback_ok "
                        "AND feedback_result LIKE '%answer%'").fetchone()[0] > 0
 
@@ -141,12 +144,16 @@ def test_review_command_serves_the_page(tmp_path):
 
 def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     """The README's first command as a new user runs it: no Prefect server, a fresh
-    Prefect home; only progress and a summary reach the terminal."""
-    run = flywheel("run", "--episodes", "20", env=cli_env(None), cwd=tmp_path)
+    Prefect home; only progress and a summary reach the terminal. Two shards in worker processes
+    (asked for: a round this small would collect in its own process) that report to the round's
+    temporary Prefect server."""
+    env = cli_env(None, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_ROUND__RUNNER="processes")
+    run = flywheel("run", "--episodes", "20", "--workers", "2", env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     later = Store(tmp_path / "flywheel-data").duck().execute(
         "SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]  # a scenario's later sessions, on top
     assert f"Finished round r0001: {20 + later} episodes" in run.stdout
+    assert Store(tmp_path / "flywheel-data").done_keys("r0001", "episodes") == {"s00000", "s00001"}
     noise = [
         line
         for line in (run.stdout + run.stderr).splitlines()
@@ -154,6 +161,49 @@ def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     ]
     assert noise == []
     assert (tmp_path / "flywheel-data" / "prefect").is_dir()
+
+
+def test_a_round_in_a_new_users_terminal_shows_no_telemetry_notice(tmp_path, prefect_server):
+    """In an interactive terminal outside CI, Prefect's client would print its telemetry notice on
+    first import and queue usage events for its servers (DO_NOT_TRACK, set by the command, stops
+    both); the terminal shows only our own summary."""
+    import pty
+
+    from prefect._internal.analytics.ci_detection import CI_ENV_VARS
+
+    env = {k: v for k, v in cli_env(prefect_server).items() if k not in CI_ENV_VARS and k != "DO_NOT_TRACK"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([flywheel_executable(), "run", "--episodes", "2", "--families", "F01", "--no-progress"],
+                            env=env, cwd=tmp_path, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0, seen.decode(errors="replace")
+    text = seen.decode(errors="replace")
+    assert "Finished round r0001" in text
+    assert "telemetry" not in text.lower() and "anonymous usage" not in text.lower(), text
+
+
+def test_a_temporary_prefect_server_that_does_not_start_is_one_line_and_nothing_is_written(tmp_path):
+    # a busy machine: Prefect's temporary server not up within its start-up timeout
+    env = cli_env(None, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="1")  # a fresh home migrates for longer
+    run = flywheel("run", "--episodes", "4", env=env, cwd=tmp_path)
+    assert run.returncode == 1
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Prefect's temporary server did not start" in lines[0], run.stderr
+    assert "PREFECT_API_URL" in lines[0] and "internal error" not in lines[0]
+    from sqlmodel import select
+
+    with Store(tmp_path / "flywheel-data").session() as s:
+        assert s.exec(select(state.Round)).all() == []
 
 
 def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, prefect_server):

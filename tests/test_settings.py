@@ -32,3 +32,32 @@ def test_unknown_and_invalid_settings_name_the_setting(tmp_path):
     cfg.write_text('[scripted.error_rates]\ntool_use = 2\n')
     with pytest.raises(ConfigError, match="between 0 and 1"):
         load_settings(cfg)
+
+
+def test_an_s3_data_dir_and_its_settings(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    cfg = tmp_path / "flywheel.toml"
+    cfg.write_text('data_dir = "S3://team-bucket/flywheel/prod/"\n[s3]\nendpoint_url = "http://127.0.0.1:9000/"\n'
+                   'access_key = "AKIA1"\nsecret_key = "flywheelSECRETs3key"\n')
+    s = load_settings(cfg)
+    assert (s.data_dir, s.in_object_storage, s.data_location()) == ("s3://team-bucket/flywheel/prod", True,
+                                                                   "s3://team-bucket/flywheel/prod")
+    assert s.s3.endpoint_url == "http://127.0.0.1:9000" and s.s3.checked_keys() == ("AKIA1", "flywheelSECRETs3key")
+    assert s.local_root() == Path.home() / ".cache" / "agent-flywheel" / "team-bucket" / "flywheel" / "prod"
+    assert "flywheelSECRETs3key" not in repr(s) + s.model_dump_json()  # a secret, as every key is
+    # a URL that went through Path() on its way in is still the URL; a local data_dir keeps its own place
+    assert load_settings(cfg, data_dir=Path("s3://other-bucket/x")).data_dir == "s3://other-bucket/x"
+    assert load_settings(cfg, data_dir=tmp_path / "d").local_root() == tmp_path / "d"
+    # the AWS tools' variables, as a pair, when the settings name no keys
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    assert load_settings(data_dir="s3://team-bucket").s3.checked_keys() == ("AKIA2", "aws-secret")
+    for bad, words in (("gs://b/x", "gs:// is not supported"), ("s3://Team_Bucket", "not a bucket name"),
+                       ("s3://team-bucket/a//b", "empty, '.' or '..' part")):
+        with pytest.raises(ConfigError, match=words):
+            load_settings(data_dir=bad)
+    with pytest.raises(ConfigError, match="not an http"):
+        load_settings(s3={"endpoint_url": "minio:9000"})

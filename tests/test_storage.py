@@ -3,7 +3,9 @@ orphans are removed, DuckDB sees only recorded shards; on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -23,10 +25,11 @@ from warehouse.contract import (
     ToolError,
     Verification,
 )
-from warehouse.errors import StateError, StorageError
+from warehouse.errors import ConfigError, StateError, StorageError
 from warehouse.ids import episode_id, task_id
 from warehouse.query import iter_records
 from warehouse.schemas import TABLES, from_row, to_row
+from warehouse.settings import S3Settings
 from warehouse.store import Store
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -101,8 +104,52 @@ def test_nested_records_become_queryable_columns():
     assert TABLES["episodes"].schema.metadata[b"schema_version"]
 
 
-def test_commit_writes_and_records_atomically(tmp_path, state_url):
-    store = Store(tmp_path / "data", state_url)
+@dataclass
+class Backend:
+    """Where a storage test keeps its shards: a local directory, or a bucket of moto's S3 server."""
+
+    data_dir: Path | str
+    tmp: Path
+    server: object | None = None  # tests.s3_server.S3Server
+    bucket: str = ""
+
+    def store(self, state_url: str | None = None, local: str = "local") -> Store:
+        if self.server is None:
+            return Store(self.data_dir, state_url)
+        s3 = S3Settings(endpoint_url=self.server.endpoint, access_key=self.server.access_key,
+                        secret_key=self.server.secret_key)
+        # a bucket needs its state elsewhere: the test's PostgreSQL, or a SQLite file on this machine
+        return Store(self.data_dir, state_url or f"sqlite:///{self.tmp / 'state.db'}", s3=s3,
+                     local_dir=self.tmp / local)
+
+    def objects(self) -> list[str]:
+        """Every object in the data directory (relative paths)."""
+        if self.server is None:
+            return sorted(p.relative_to(self.data_dir).as_posix() for p in Path(self.data_dir).rglob("*")
+                          if p.is_file() and p.parent != Path(self.data_dir))
+        # a key ending in "/" is a folder marker (pyarrow's delete leaves one for the parent): not an object here
+        return [k.removeprefix("wh/") for k in self.server.keys(self.bucket, "wh/") if not k.endswith("/")]
+
+    def put(self, relpath: str, data: bytes) -> None:
+        """Write an object behind the store's back (what a killed run leaves)."""
+        if self.server is None:
+            (Path(self.data_dir) / relpath).write_bytes(data)
+        else:
+            self.server.client().put_object(Bucket=self.bucket, Key=f"wh/{relpath}", Body=data)
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request, tmp_path) -> Backend:
+    """Each storage test runs on a local data directory and on an s3:// one (moto's server)."""
+    if request.param == "local":
+        return Backend(tmp_path / "data", tmp_path)
+    server = request.getfixturevalue("s3_server")
+    bucket = server.new_bucket()
+    return Backend(f"s3://{bucket}/wh", tmp_path, server, bucket)
+
+
+def test_commit_writes_and_records_atomically(backend, state_url):
+    store = backend.store(state_url)
     eps = [_episode(i) for i in range(5)]
     store.commit_unit("r0001", "s00000", {"episodes": eps, "steps": [_step(e.episode_id, 0) for e in eps]})
     assert store.done_keys("r0001", "episodes") == {"s00000"}
@@ -110,30 +157,30 @@ def test_commit_writes_and_records_atomically(tmp_path, state_url):
     assert con.execute("SELECT count(*) FROM episodes").fetchone()[0] == 5
     assert con.execute("SELECT count(*) FROM steps WHERE action_tool = 'contacts_create'").fetchone()[0] == 5
     assert [e.episode_id for e in iter_records(con, "episodes")] == sorted(e.episode_id for e in eps)
-    path = tmp_path / "data" / "shards" / "episodes" / "r0001" / "s00000.parquet"
-    assert pq.read_table(path).num_rows == 5
-    assert not list(path.parent.glob("*.tmp-*"))
+    # exactly the two shards, whole, no temporary left
+    assert backend.objects() == ["shards/episodes/r0001/s00000.parquet", "shards/steps/r0001/s00000.parquet"]
+    (episodes_file,) = store.readable(store.recorded())["episodes"]
+    assert pq.read_table(episodes_file).num_rows == 5
 
 
-def test_orphans_are_invisible_and_removed(tmp_path, state_url):
-    store = Store(tmp_path / "data", state_url)
+def test_orphans_are_invisible_and_removed(backend, state_url):
+    store = backend.store(state_url)
     store.commit_unit("r0001", "s00000", {"episodes": [_episode(1)]})
-    # A run killed between rename and record leaves a file the database does not know.
-    orphan = tmp_path / "data" / "shards" / "episodes" / "r0001" / "s00001.parquet"
-    orphan.write_bytes((tmp_path / "data" / "shards" / "episodes" / "r0001" / "s00000.parquet").read_bytes())
-    half = orphan.with_name("s00002.parquet.tmp-123")
-    half.write_bytes(b"partial")
+    # A run killed between the write and the record leaves an object the database does not know.
+    (recorded,) = store.readable(store.recorded())["episodes"]
+    backend.put("shards/episodes/r0001/s00001.parquet", Path(recorded).read_bytes())
+    backend.put("shards/episodes/r0001/s00002.parquet.tmp-123", b"partial")
     assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 1
     removed = store.clean_orphans()
     assert sorted(removed) == sorted(
         ["shards/episodes/r0001/s00001.parquet", "shards/episodes/r0001/s00002.parquet.tmp-123"]
     )
-    assert not orphan.exists() and not half.exists()
+    assert backend.objects() == ["shards/episodes/r0001/s00000.parquet"]
     assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 1
 
 
-def test_empty_warehouse_has_typed_views(tmp_path, state_url):
-    con = Store(tmp_path / "data", state_url).duck()
+def test_empty_warehouse_has_typed_views(backend, state_url):
+    con = backend.store(state_url).duck()
     for table in TABLES:
         assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM steps WHERE feedback_ok").fetchone()[0] == 0
@@ -153,9 +200,10 @@ def test_rounds_and_reviews(tmp_path, state_url):
     assert [(r.reviewer, r.decision) for r in kept] == [("ann", "reject"), ("bo", "approve")]  # every decision is kept
 
 
-def test_run_lock_refuses_a_second_writer(tmp_path):
-    store = Store(tmp_path / "data")
-    other = Store(tmp_path / "data")
+def test_run_lock_refuses_a_second_writer(backend, state_url):
+    # a bucket with PostgreSQL state: an advisory lock every machine takes; else a file lock
+    store = backend.store(state_url)
+    other = backend.store(state_url)
     with store.run_lock():
         with pytest.raises(StorageError, match="another flywheel run"):
             with other.run_lock():
@@ -190,3 +238,48 @@ def test_read_only_store_creates_nothing(tmp_path):
     assert not (tmp_path / "missing").exists()
     Store(tmp_path / "data")
     Store(tmp_path / "data", create=False)
+
+
+def test_a_bucket_needs_a_state_url_and_keys(s3_server, tmp_path):
+    url = f"s3://{s3_server.new_bucket()}/wh"
+    with pytest.raises(ConfigError, match="set state_url"):
+        Store(url, None, s3=S3Settings(endpoint_url=s3_server.endpoint), local_dir=tmp_path)
+    with pytest.raises(ConfigError, match="no s3.access_key and s3.secret_key"):
+        Store(url, f"sqlite:///{tmp_path / 'state.db'}", s3=S3Settings(endpoint_url=s3_server.endpoint),
+              local_dir=tmp_path)
+    assert not (tmp_path / "state.db").exists()
+
+
+def test_a_bucket_shard_is_fetched_once_and_checked_against_its_checksum(s3_server, tmp_path):
+    bucket = s3_server.new_bucket()
+    backend = Backend(f"s3://{bucket}/wh", tmp_path, s3_server, bucket)
+    store = backend.store()
+    store.commit_unit("r0001", "s00000", {"episodes": [_episode(i) for i in range(3)]})
+    assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 3
+    # changed in the bucket behind the warehouse's back: the cached copy is what was recorded
+    backend.put("shards/episodes/r0001/s00000.parquet", b"not the recorded shard")
+    assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 3
+    # a machine with an empty cache fetches it, and refuses what does not match the record
+    with pytest.raises(StorageError, match="does not match its recorded checksum"):
+        backend.store(local="other-machine").duck()
+    s3_server.client().delete_object(Bucket=bucket, Key="wh/shards/episodes/r0001/s00000.parquet")
+    with pytest.raises(StorageError, match="is missing from the bucket"):
+        backend.store(local="third-machine").duck()
+
+
+def test_a_sqlite_state_database_locked_too_long_is_one_clear_line(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setattr(state, "SQLITE_BUSY_S", 1)  # a reviewer's write, say, that never lets go
+    store = Store(tmp_path / "data")
+    holder = sqlite3.connect(tmp_path / "data" / "state.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StateError, match=r"stayed locked by another process for 1 s; rerun") as err:
+            store.commit_unit("r0001", "k", {"episodes": [_episode(1)]})
+        assert "internal" not in str(err.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    store.commit_unit("r0001", "k", {"episodes": [_episode(1)]})  # once let go, the same write goes through
+    assert store.done_keys("r0001", "episodes") == {"k"}

@@ -12,11 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: TaskSpec.tool_schemas; 1.2: scenario_id and session on tasks and episodes
-KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2")  # rows written by these still read back
+# 1.1: TaskSpec.tool_schemas; 1.2: scenario_id and session on tasks and episodes; 1.3: sub-agent steps as
+# their own rows (actor ``subagent:<name>``), Outcome.user_fallbacks
+SCHEMA_VERSION = "1.3"
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3")  # rows written by these still read back
 
 Split = Literal["train", "dev", "test", "challenge"]
-Actor = Literal["planner", "subagent", "user", "harness"]
+Actor = Literal["planner", "subagent", "user", "harness"]  # a sub-agent's own steps say which: ``subagent:gui``
+ACTOR_PATTERN = r"^(planner|user|harness|subagent(:[a-z][a-z0-9_]*)?)$"
 ActionKind = Literal["tool_call", "ask_user", "finish", "invalid"]
 FinishStatus = Literal["completed", "needs_user", "infeasible", "partial"]
 StepLabel = Literal["ok", "redundant", "recoverable_error", "harmful", "invalid_call"]
@@ -123,7 +126,9 @@ class Cost(_Record):
 class Step(_Record):
     episode_id: str
     index: int
-    actor: Actor = "planner"
+    # who acted: the planner (the agent being trained), or a sub-agent it delegated to (``subagent:qa``),
+    # whose steps are recorded after the delegating step and are never the planner's turns
+    actor: str = Field("planner", pattern=ACTOR_PATTERN)
     action: Action
     feedback: Feedback
     verification: Verification = Field(default_factory=Verification)
@@ -192,6 +197,16 @@ class Outcome(_Record):
     latency_ms: float = 0.0
     efficiency: float = 0.0  # optimal steps / steps taken, capped at 1
     failure: FailureAttribution | None = None
+    # model-user replies that could not be used (empty, naming a private fact it was not asked, answering a
+    # confirmation against the task's policy, or no reply at all): ``{step, reason, raw}`` each; the scripted
+    # user's answer was given instead
+    user_fallbacks: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def is_subagent(actor: str | None) -> bool:
+    """Whether a step was a sub-agent's (recorded for the record; the planner did not take it, replay
+    does not re-execute it, and no export trains the planner on it)."""
+    return str(actor or "").startswith("subagent")
 
 
 class CurationMark(_Record):

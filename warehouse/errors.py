@@ -36,3 +36,7 @@ class InputError(FlywheelError):
 
 class EndpointError(FlywheelError):
     """A model endpoint is unreachable or refuses us."""
+
+
+class OrchestratorError(FlywheelError):
+    """Prefect (its server, or the temporary one a round starts) cannot be used."""

@@ -7,9 +7,14 @@ import json
 from typing import Any
 
 
+# what json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False) builds
+# on every call: made once, since the phone encodes a few rows a step (the encoder keeps no state)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the same value, the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def digest(value: Any, length: int = 16) -> str:

@@ -1,5 +1,5 @@
-"""State tables of the Label Studio mirror: which task holds which episode, and which
-annotation became which review decision.
+"""State tables of the Label Studio mirror: which task holds which episode, which
+annotation became which review decision, and which Label Studio user is which reviewer.
 
 An annotation is pulled once per (id, updated_at): an edit in Label Studio appends a new
 decision (the reviewer's latest counts), a deletion removes the decisions it made. CRUD
@@ -42,6 +42,22 @@ class LabelStudioAnnotation(SQLModel, table=True):
     updated_at: str  # Label Studio's own timestamp, compared as given
     review_id: int | None = None  # None: a draft or skipped annotation, which decides nothing
     pulled_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+class LabelStudioUser(SQLModel, table=True):
+    """A Label Studio user (by its id, which outlives an e-mail change) and the reviewer its
+    annotations are recorded as; one reviewer per user, so two people never share one vote."""
+
+    __tablename__ = "label_studio_users"
+    user_id: int = Field(primary_key=True)
+    reviewer: str = Field(unique=True)
+    email: str = ""  # as it was when first pulled
+    linked_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+
+
+def user_links(*, session: Session) -> dict[int, LabelStudioUser]:
+    """Every Label Studio user seen by a pull, by its id."""
+    return {u.user_id: u for u in session.exec(select(LabelStudioUser))}
 
 
 def project_tasks(*, session: Session, project_id: int) -> dict[str, LabelStudioTask]:

@@ -8,7 +8,6 @@ in the state database are read; orphans and temporary files are invisible.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -20,11 +19,12 @@ def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def connect(data_dir: Path, paths_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with one view per warehouse table."""
+def connect(files_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per warehouse table over its local shard files
+    (see Store.readable: a bucket's shards are read from their local copies)."""
     con = duckdb.connect(":memory:")
     for name, spec in TABLES.items():
-        paths = [str(data_dir / p) for p in paths_by_table.get(name, [])]
+        paths = files_by_table.get(name, [])
         if paths:
             files = "[" + ", ".join(_sql_str(p) for p in paths) + "]"
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files}, union_by_name=true)")

@@ -9,10 +9,20 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from warehouse.errors import ConfigError, one_line
@@ -55,6 +65,11 @@ class RoundSettings(_Section):
     # A nightly round with no release approved since the last round runs this share of the
     # usual batch (0: it waits for people; the review gate decides what comes next).
     unreleased_share: float = Field(0.0, ge=0.0, le=1.0)
+    # shards collected at once (default: the machine's cores); threads for model rounds,
+    # processes for scripted ones, Dask when asked (see README, Past one machine)
+    workers: int | None = Field(None, ge=1, le=4096)
+    runner: Literal["auto", "threads", "processes", "dask"] = "auto"
+    dask_address: str | None = None  # a running Dask scheduler (tcp://host:8786); empty: a local cluster
 
 
 class CurationSettings(_Section):
@@ -128,6 +143,20 @@ class OpenAISettings(_Section):
         return key
 
 
+class UserSettings(_Section):
+    """The simulated user over a model (see README, The simulated user). Off (no ``base_url``): the
+    scripted user answers. Its calls keep the ``[openai]`` limits, timeouts, retries and breaker."""
+
+    base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1; unset: the scripted user
+    model: str | None = None
+    api_key: SecretStr | None = None  # FLYWHEEL_USER__API_KEY; never shown
+    max_tokens: int = Field(96, ge=1, le=4096)  # an answer is one short sentence
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_url)
+
+
 class LabelStudioSettings(_Section):
     """A Label Studio server the review queue is mirrored to (see README, Label Studio)."""
 
@@ -153,13 +182,65 @@ class LabelStudioSettings(_Section):
         return key
 
 
+# A data directory in object storage: s3://bucket or s3://bucket/prefix (AWS S3, MinIO, Ceph, R2, ...)
+S3Url = Annotated[str, StringConstraints(pattern=r"^s3://")]
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def split_s3_url(url: str) -> tuple[str, str]:
+    """(bucket, prefix) of ``s3://bucket/prefix`` (prefix without slashes at either end, maybe empty)."""
+    bucket, _, prefix = url.removeprefix("s3://").partition("/")
+    return bucket, prefix.strip("/")
+
+
+class S3Settings(_Section):
+    """Object storage for an ``s3://bucket/prefix`` data directory (see README, Storage).
+
+    Any S3-compatible service: AWS S3 (no ``endpoint_url``), MinIO, Ceph, Cloudflare R2, ..."""
+
+    endpoint_url: str | None = None  # e.g. http://127.0.0.1:9000 (MinIO); unset: AWS S3 in `region`
+    access_key: SecretStr | None = None  # FLYWHEEL_S3__ACCESS_KEY, or AWS_ACCESS_KEY_ID read at the edge; not shown
+    secret_key: SecretStr | None = None  # FLYWHEEL_S3__SECRET_KEY, or AWS_SECRET_ACCESS_KEY; never shown
+    region: str | None = None  # e.g. eu-west-1 (default: us-east-1)
+    timeout_s: float = Field(10.0, gt=0, le=600)  # to connect, and per request
+    retries: int = Field(3, ge=0, le=20)  # on throttling, 5xx and dropped connections
+    download_threads: int = Field(16, ge=1, le=256)  # shards fetched at once into the local read cache
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint_is_http(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"not an http(s) URL: {one_line(url, 80)!r}")
+        return url.rstrip("/")
+
+    def checked_keys(self) -> tuple[str, str]:
+        """(access key, secret key) to sign requests with; ConfigError (never naming a key) if unset."""
+        access = self.access_key.get_secret_value().strip() if self.access_key else ""
+        secret = self.secret_key.get_secret_value().strip() if self.secret_key else ""
+        if not access or not secret:
+            missing = " and ".join(n for n, v in (("s3.access_key", access), ("s3.secret_key", secret)) if not v)
+            raise ConfigError(f"no {missing} for the s3:// data directory; set FLYWHEEL_S3__ACCESS_KEY and "
+                              "FLYWHEEL_S3__SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+        if secret.lower() in PLACEHOLDER_KEYS or secret.startswith("<"):
+            raise ConfigError("s3.secret_key is a placeholder; set FLYWHEEL_S3__SECRET_KEY to the real key")
+        return access, secret
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="FLYWHEEL_", env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
-    data_dir: Path = Path("flywheel-data")
+    data_dir: S3Url | Path = Path("flywheel-data")  # a local directory, or s3://bucket/prefix (then set state_url)
     state_url: str | None = None  # default: SQLite inside the data directory
+    s3: S3Settings = Field(default_factory=S3Settings)  # endpoint and keys of an s3:// data directory
+    # what cannot live in object storage (the read cache, DuckDB's spill, Prefect's home, the writer lock
+    # with SQLite state); default: the data directory itself, or ~/.cache/agent-flywheel/BUCKET/PREFIX
+    local_dir: Path | None = None
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
     review_port: int = 8501
@@ -171,6 +252,45 @@ class Settings(BaseSettings):
     review_overlap: float = Field(0.1, ge=0.0, le=1.0)  # share of episodes sent to several reviewers
     review_overlap_reviewers: int = Field(2, ge=2, le=10)  # how many reviewers each of those needs
     label_studio: LabelStudioSettings = Field(default_factory=LabelStudioSettings)
+    user: UserSettings = Field(default_factory=UserSettings)  # a model-backed simulated user, when set
+    redis_url: str | None = None  # shared rate limits in Redis (default: in the state database)
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _object_store_url(cls, value: Any) -> Any:
+        if isinstance(value, Path) and value.as_posix().lower().startswith("s3:/"):
+            value = "s3://" + value.as_posix()[4:]  # a URL that went through Path() lost a slash
+        if not isinstance(value, str) or not (m := _SCHEME.match(value)):
+            return value
+        if m.group(1).lower() != "s3":
+            raise ValueError(f"{one_line(value, 80)!r}: object storage is s3://bucket/prefix ({m.group(1)}:// is not "
+                             "supported)")
+        url = "s3://" + value[m.end():]
+        bucket, prefix = split_s3_url(url)
+        if not _BUCKET.match(bucket) or ".." in bucket:
+            raise ValueError(f"{one_line(value, 80)!r}: {one_line(bucket, 70)!r} is not a bucket name (3 to 63 "
+                             "lowercase letters, digits, dots and hyphens)")
+        if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
+            raise ValueError(f"{one_line(value, 80)!r}: the prefix has an empty, '.' or '..' part")
+        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+    @property
+    def in_object_storage(self) -> bool:
+        """True when the data directory is an s3:// URL."""
+        return isinstance(self.data_dir, str)
+
+    def data_location(self) -> str:
+        """The data directory as a user should see it: s3://bucket/prefix, or an absolute path."""
+        return self.data_dir if isinstance(self.data_dir, str) else str(self.data_dir.resolve())
+
+    def local_root(self) -> Path:
+        """Where what cannot live in object storage goes (see ``local_dir``)."""
+        if self.local_dir is not None:
+            return self.local_dir
+        if isinstance(self.data_dir, str):
+            bucket, prefix = split_s3_url(self.data_dir)
+            return Path.home() / ".cache" / "agent-flywheel" / bucket / prefix
+        return self.data_dir
 
     @field_serializer("state_url", when_used="json")
     def _state_url_without_password(self, url: str | None) -> str | None:
@@ -248,6 +368,13 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         if not openai.get("api_key") and os.environ.get("OPENAI_API_KEY"):
             # the openai client's own variable, read here at the edge like every other one
             merged["openai"] = {**openai, "api_key": os.environ["OPENAI_API_KEY"]}
+        s3 = merged.get("s3") or {}
+        if isinstance(s3, dict) and not s3.get("access_key") and not s3.get("secret_key"):
+            # the AWS tools' own variables, read here at the edge too (the pair, never one of a pair)
+            aws = {k: os.environ[v] for k, v in (("access_key", "AWS_ACCESS_KEY_ID"),
+                                                 ("secret_key", "AWS_SECRET_ACCESS_KEY")) if os.environ.get(v)}
+            if aws:
+                merged["s3"] = {**s3, **aws}
         return Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]

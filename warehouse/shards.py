@@ -1,14 +1,14 @@
-"""Immutable Parquet shards, written atomically.
+"""Immutable Parquet shards, written atomically into the data directory's object store.
 
-A shard is written to a temporary name, flushed, renamed into place, and only then
-recorded in the state database. A rerun skips recorded shards and removes orphans
-(files that were written but never recorded, and leftover temporary files).
+A shard is serialised, put whole (a local directory: a temporary name, flushed and
+renamed; S3: one atomic PUT), and only then recorded in the state database. A rerun
+skips recorded shards and removes orphans (objects that were written but never
+recorded, and leftover temporary files). A shard is never rewritten.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,12 +17,11 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from warehouse import killpoints
-from warehouse.errors import StorageError
+from warehouse.objects import TMP_MARK, LocalObjects, ObjectStore, data_checksum
 from warehouse.schemas import TABLES, to_table
 from warehouse.state import Shard
 
 SHARD_DIR = "shards"
-_TMP_MARK = ".tmp-"
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,7 @@ class ShardFile:
 
 
 def file_checksum(path: Path) -> str:
+    """The checksum of a local shard file (the same as the one it was recorded with)."""
     h = hashlib.blake2b(digest_size=16)
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -44,26 +44,24 @@ def file_checksum(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_shard(data_dir: Path, shard: ShardFile, records: list[BaseModel]) -> Shard:
-    """Write records as one Parquet file, atomically; return the row to record."""
+def _objects(where: ObjectStore | Path) -> ObjectStore:
+    return LocalObjects(where) if isinstance(where, Path | str) else where
+
+
+def write_shard(where: ObjectStore | Path, shard: ShardFile, records: list[BaseModel]) -> Shard:
+    """Write records as one Parquet shard, atomically; return the row to record."""
     table = to_table(TABLES[shard.table], records)
-    return write_arrow_shard(data_dir, shard, table)
+    return write_arrow_shard(where, shard, table)
 
 
-def write_arrow_shard(data_dir: Path, shard: ShardFile, table: pa.Table) -> Shard:
-    final = data_dir / shard.relpath
-    tmp = final.with_name(f"{final.name}{_TMP_MARK}{os.getpid()}")
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, tmp, compression="zstd")
-        with tmp.open("rb") as fh:
-            os.fsync(fh.fileno())
-        killpoints.reached("shard.written")
-        os.replace(tmp, final)
-        killpoints.reached("shard.renamed")
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
+def write_arrow_shard(where: ObjectStore | Path, shard: ShardFile, table: pa.Table) -> Shard:
+    """Like :func:`write_shard`, for a table already in Arrow form. ``where`` is the object store
+    (or a local data directory)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    data = sink.getvalue().to_pybytes()
+    _objects(where).put(shard.relpath, data)
+    killpoints.reached("shard.renamed")  # in place, not yet recorded: an orphan if killed here
     return Shard(
         id=f"{shard.table}/{shard.round_id}/{shard.key}",
         round_id=shard.round_id,
@@ -71,36 +69,18 @@ def write_arrow_shard(data_dir: Path, shard: ShardFile, table: pa.Table) -> Shar
         table_name=shard.table,
         path=shard.relpath,
         rows=table.num_rows,
-        checksum=file_checksum(final),
+        checksum=data_checksum(data),
     )
 
 
-def remove_orphans(data_dir: Path, recorded: set[str]) -> list[str]:
-    """Delete shard files the state database does not know; return what was removed."""
-    root = data_dir / SHARD_DIR
+def remove_orphans(where: ObjectStore | Path, recorded: set[str]) -> list[str]:
+    """Delete shard objects the state database does not know; return what was removed."""
+    objects = _objects(where)
     removed: list[str] = []
-    if not root.exists():
-        return removed
-    for path in root.rglob("*"):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(data_dir).as_posix()
+    for rel in objects.list(SHARD_DIR):
         if rel in recorded:
             continue
-        if path.suffix == ".parquet" or _TMP_MARK in path.name:
-            path.unlink(missing_ok=True)
+        if rel.endswith(".parquet") or TMP_MARK in rel.rsplit("/", 1)[-1]:
+            objects.delete(rel)
             removed.append(rel)
     return removed
-
-
-def check_data_dir(data_dir: Path) -> Path:
-    """Make sure the data directory is a usable directory; one clear error if not."""
-    if data_dir.exists() and not data_dir.is_dir():
-        raise StorageError(f"data directory {data_dir} exists and is not a directory")
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StorageError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from exc
-    if not os.access(data_dir, os.W_OK):
-        raise StorageError(f"data directory {data_dir} is not writable")
-    return data_dir

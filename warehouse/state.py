@@ -14,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import label_studio_tables, review_tables  # noqa: F401  (registers their tables for create_all)
+from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
 from warehouse.settings import redact_url
 
@@ -95,9 +95,12 @@ class Review(ReviewBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
 
 
+SQLITE_BUSY_S = 30  # how long a SQLite write waits for another process's lock before it gives up
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_S * 1000}")
     # Switching to WAL takes an exclusive lock; only the first connection ever needs to.
     if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         cur.execute("PRAGMA journal_mode=WAL")
@@ -109,7 +112,7 @@ def make_engine(url: str) -> sa.Engine:
     """An engine for ``url`` with its tables created; one line of error if it cannot connect."""
     try:
         if url.startswith("sqlite"):
-            engine = create_engine(url, connect_args={"timeout": 30})
+            engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_S})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True)
@@ -133,6 +136,12 @@ def _lost_database(url: str):
         if ctx.is_pre_ping:  # the pool reconnects by itself when a pooled connection was cut
             return
         text = first_line(ctx.original_exception)
+        if "disk is full" in text.lower():  # SQLite's words for a full disk (or a size cap it was given)
+            text += " (no space left on the device?)"
+        if "database is locked" in text.lower():  # SQLite, after its busy timeout: another process held it
+            raise StateError(f"the state database {redact(url)} stayed locked by another process for "
+                             f"{SQLITE_BUSY_S} s; rerun the same command when it is done (nothing committed is lost)") \
+                from ctx.original_exception
         if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
             raise StateError(f"the state database {redact(url)} failed: {text}; "
                              "rerun the same command once it is back (nothing committed is lost)") \
@@ -251,11 +260,16 @@ def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[st
 
 
 def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
-    stmt = select(Shard.path).where(Shard.table_name == table_name)
+    return [path for path, _ in shard_files(session=session, table_name=table_name, round_ids=round_ids)]
+
+
+def shard_files(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[tuple[str, str]]:
+    """``(path, checksum)`` of the recorded shards of a table, by path (see :func:`shard_paths`)."""
+    stmt = select(Shard.path, Shard.checksum).where(Shard.table_name == table_name)
     if round_ids:
         # no round id holds a NUL, and PostgreSQL refuses one even as a query parameter
         stmt = stmt.where(Shard.round_id.in_([r for r in round_ids if "\x00" not in r] or [""]))
-    return sorted(session.exec(stmt))
+    return sorted((p, c) for p, c in session.exec(stmt))
 
 
 def all_shard_paths(*, session: Session) -> set[str]:
@@ -312,6 +326,31 @@ def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int,
     for row in session.exec(select(ModelReply).where(ModelReply.round_id == round_id)):
         out.setdefault(row.episode_id, {})[row.step_index] = row.reply
     return out
+
+
+class JudgeReply(SQLModel, table=True):
+    """One model judge's reply to one prompt (keyed by a digest of the judge, its model and the
+    prompt), committed as it arrives, so a curation killed midway asks no judge twice."""
+
+    __tablename__ = "judge_replies"
+    key: str = Field(primary_key=True)
+    round_id: str = Field(index=True)
+    judge: str
+    text: str = ""
+    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+
+
+def judge_reply(*, session: Session, key: str) -> str | None:
+    """The journaled reply at ``key``, or None."""
+    row = session.get(JudgeReply, key)
+    return None if row is None else row.text
+
+
+def append_judge_reply(*, session: Session, key: str, round_id: str, judge: str, text: str) -> None:
+    """Journal one judge reply (first write wins) and commit it."""
+    if session.get(JudgeReply, key) is None:
+        session.add(JudgeReply(key=key, round_id=round_id, judge=judge, text=text))
+        session.commit()
 
 
 def save_proposal(*, session: Session, data: dict[str, Any]) -> PlanProposal:

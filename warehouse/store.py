@@ -1,12 +1,14 @@
-"""The warehouse as one object: a data directory of shards plus the state database."""
+"""The warehouse as one object: the data directory's shards plus the state database."""
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -15,9 +17,14 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from warehouse import killpoints, query, state
-from warehouse.errors import StorageError
+from warehouse.errors import ConfigError, StateError, StorageError, first_line
+from warehouse.objects import ObjectStore, is_object_url, open_objects
 from warehouse.schemas import TABLES
-from warehouse.shards import ShardFile, check_data_dir, remove_orphans, write_arrow_shard, write_shard
+from warehouse.settings import S3Settings
+from warehouse.shards import ShardFile, remove_orphans, write_arrow_shard, write_shard
+
+if TYPE_CHECKING:
+    from warehouse.settings import Settings
 
 
 def default_state_url(data_dir: Path) -> str:
@@ -25,22 +32,47 @@ def default_state_url(data_dir: Path) -> str:
 
 
 class Store:
-    """Shards under ``data_dir`` and the state database at ``state_url``."""
+    """Shards in ``data_dir`` (a local directory or ``s3://bucket/prefix``) and the state
+    database at ``state_url``.
 
-    def __init__(self, data_dir: Path, state_url: str | None = None, *, create: bool = True) -> None:
+    An ``s3://`` data directory needs ``s3`` (endpoint and keys), ``state_url`` (a SQLite
+    file cannot live in a bucket) and ``local_dir`` (its read cache, and the writer lock
+    with SQLite state); :meth:`from_settings` passes them all."""
+
+    def __init__(self, data_dir: Path | str, state_url: str | None = None, *, create: bool = True,
+                 s3: S3Settings | None = None, local_dir: Path | None = None) -> None:
         """``create=False`` is for commands that only read: a missing data directory (or
         its missing SQLite state database) is an error, and nothing is created."""
-        data_dir = Path(data_dir)
-        if data_dir.exists() and not data_dir.is_dir():
-            raise StorageError(f"data directory {data_dir} exists and is not a directory")
-        if not create and (not data_dir.is_dir() or (not state_url and not (data_dir / "state.db").exists())):
+        remote = is_object_url(data_dir)
+        if remote and not state_url:
+            raise ConfigError(f"the data directory {data_dir} is in object storage, where a SQLite file cannot live: "
+                              "set state_url (FLYWHEEL_STATE_URL or --state-url), e.g. postgresql+psycopg://HOST/DB")
+        data_dir = data_dir if remote else Path(data_dir)
+        self.local_dir = Path(local_dir) if local_dir is not None else (None if remote else data_dir)
+        self.objects: ObjectStore = open_objects(data_dir, s3=s3, local_dir=self.local_dir)
+        self.objects.check()  # a file where the directory should be; no bucket, bad keys: before anything is made
+        if not create and not remote and (not self.objects.exists()
+                                          or (not state_url and not (data_dir / "state.db").exists())):
             raise StorageError(f"no flywheel data in {data_dir}: run 'flywheel run' first, or pass --data-dir")
         # An external state database is checked before anything is created on disk.
         self.engine: sa.Engine | None = state.make_engine(state_url) if state_url else None
-        self.data_dir = check_data_dir(data_dir)
-        self.state_url = state_url or default_state_url(self.data_dir)
+        if create:
+            self.objects.make()
+        self.data_dir = data_dir
+        self.state_url = state_url or default_state_url(data_dir)
         if self.engine is None:
             self.engine = state.make_engine(self.state_url)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, create: bool = True) -> Store:
+        """The store ``settings`` describe (data directory, state database, S3 and local directory)."""
+        return cls(settings.data_dir, settings.state_url, create=create, s3=settings.s3,
+                   local_dir=settings.local_root())
+
+    @property
+    def location(self) -> str:
+        """The data directory as a user should see it: an absolute path, or s3://bucket/prefix."""
+        return self.objects.location
 
     def session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -51,15 +83,32 @@ class Store:
     def run_lock(self) -> Iterator[None]:
         """Hold the data directory's writer lock; a second writer gets a clear error.
 
-        The lock is an OS file lock, so a killed process releases it at once.
-        """
-        path = self.data_dir / "run.lock"
-        fh = path.open("a+")
+        A local data directory: an OS file lock in it. Object storage with PostgreSQL state: a
+        PostgreSQL advisory lock, which every machine's writer takes; with SQLite state: a file
+        lock in the local directory. A killed process releases either at once."""
+        if not self.objects.is_local and self.engine.dialect.name == "postgresql":
+            with self._advisory_lock():
+                yield
+            return
+        lock_dir = self.data_dir if self.objects.is_local else Path(self.local_dir)
+        with self._file_lock(lock_dir / "run.lock"):
+            yield
+
+    def _busy(self) -> StorageError:
+        return StorageError(f"another flywheel run is writing to {self.location}")
+
+    @contextmanager
+    def _file_lock(self, path: Path) -> Iterator[None]:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = path.open("a+")
+        except OSError as exc:
+            raise StorageError(f"cannot open the writer lock {path}: {exc.strerror or exc}") from exc
         try:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
-                raise StorageError(f"another flywheel run is writing to {self.data_dir}") from exc
+                raise self._busy() from exc
             fh.seek(0)
             fh.truncate()
             fh.write(str(os.getpid()))
@@ -68,33 +117,76 @@ class Store:
         finally:
             fh.close()
 
+    @contextmanager
+    def _advisory_lock(self) -> Iterator[None]:
+        # one 64-bit lock id per data directory; held by this connection until it closes
+        key = int.from_bytes(hashlib.blake2b(f"flywheel-writer:{self.location}".encode(), digest_size=8).digest(),
+                             "big", signed=True)
+        try:
+            conn = self.engine.connect()
+            got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar()
+            conn.commit()  # no transaction left open while the round runs
+        except sa.exc.SQLAlchemyError as exc:
+            raise StateError(f"cannot take the writer lock in the state database: {first_line(exc)}") from exc
+        try:
+            if not got:
+                raise self._busy()
+            yield
+        finally:
+            try:
+                if got:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+            except sa.exc.SQLAlchemyError:
+                pass  # the lock goes with the connection
+            finally:
+                conn.close()
+
     def clean_orphans(self) -> list[str]:
         with self.session() as s:
             recorded = state.all_shard_paths(session=s)
-        return remove_orphans(self.data_dir, recorded)
+        return remove_orphans(self.objects, recorded)
 
     def done_keys(self, round_id: str, table: str) -> set[str]:
         with self.session() as s:
             return state.recorded_keys(session=s, round_id=round_id, table_name=table)
 
+    def write_shard(self, shard: ShardFile, records: list[BaseModel]) -> state.Shard:
+        """Write one shard (not yet recorded: the caller records it, alone or with others)."""
+        return write_shard(self.objects, shard, records)
+
     def commit_unit(self, round_id: str, key: str, records: dict[str, list[BaseModel]]) -> None:
         """Write one unit of work (several tables) and record it all at once."""
-        shards = [write_shard(self.data_dir, ShardFile(t, round_id, key), recs) for t, recs in records.items()]
+        shards = [self.write_shard(ShardFile(t, round_id, key), recs) for t, recs in records.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
 
     def commit_tables(self, round_id: str, key: str, tables: dict[str, pa.Table]) -> None:
         """Like :meth:`commit_unit`, for tables already in Arrow form (bulk writers)."""
-        shards = [write_arrow_shard(self.data_dir, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
+        shards = [write_arrow_shard(self.objects, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
 
     # --- reading -----------------------------------------------------------------
 
+    def recorded(self, round_ids: list[str] | None = None) -> dict[str, list[tuple[str, str]]]:
+        """Per table, the recorded shards ``(path, checksum)`` of ``round_ids`` (None: every round)."""
+        with self.session() as s:
+            return {t: state.shard_files(session=s, table_name=t, round_ids=round_ids) for t in TABLES}
+
+    def readable(self, recorded: dict[str, list[tuple[str, str]]]) -> dict[str, list[str]]:
+        """Local files for recorded shards (from the bucket's read cache, fetched if missing)."""
+        everything = [item for items in recorded.values() for item in items]
+        files = iter(self.objects.local_files(everything))
+        return {t: [next(files) for _ in items] for t, items in recorded.items()}
+
     def duck(self, round_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A fresh in-memory DuckDB connection with views over recorded shards."""
-        with self.session() as s:
-            paths = {t: state.shard_paths(session=s, table_name=t, round_ids=round_ids) for t in TABLES}
-        return query.connect(self.data_dir, paths)
+        return query.connect(self.readable(self.recorded(round_ids)))
+
+    def spill_dir(self) -> Path:
+        """Where DuckDB may spill a large sort (always on this machine)."""
+        return Path(self.local_dir) / ".duckdb-spill"
+

@@ -10,9 +10,17 @@ from generators.models.endpoint import (
 )
 from generators.models.engine import Engine, EngineConfig
 from generators.models.fake import FakeEndpoint
-from generators.models.openai_endpoint import OpenAIEndpoint, probe_endpoint
 
 __all__ = [
     "ChatReply", "ChatRequest", "Endpoint", "EndpointDown", "EndpointRefused", "Engine", "EngineConfig",
     "FakeEndpoint", "OpenAIEndpoint", "RequestRejected", "TransientFailure", "probe_endpoint",
 ]
+
+
+def __getattr__(name: str):
+    # the openai client takes about a second to import: only a command that calls a model pays it
+    if name in ("OpenAIEndpoint", "probe_endpoint"):
+        from generators.models import openai_endpoint
+
+        return getattr(openai_endpoint, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -20,8 +21,11 @@ class ChatRequest:
     headers: dict[str, str] = field(default_factory=dict)  # e.g. episode ids for server-side tracing
 
     def estimated_tokens(self) -> int:
-        """A rough prompt size (4 characters a token) for the token-rate limiter."""
+        """A rough request size (4 characters a token) for the token-rate limiter: the messages,
+        the tool schemas (sent with every request, often the larger part) and the reply's allowance."""
         chars = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in self.messages)
+        if self.tools:
+            chars += len(json.dumps(self.tools, separators=(",", ":")))
         return chars // 4 + (self.max_tokens or 256)
 
 

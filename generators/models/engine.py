@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, RequestRejected, TransientFailure
 from generators.models.journal import ReplyJournal
-from generators.models.limits import CircuitBreaker, RateLimiter
+from generators.models.limits import Bookings, CircuitBreaker, RateLimiter
 
 
 @dataclass
@@ -47,11 +47,14 @@ class EngineStats:
 class Engine:
     """Calls ``endpoint`` under ``config``'s limits. Create it inside the event loop that uses it."""
 
-    def __init__(self, endpoint: Endpoint, config: EngineConfig, *, rng: random.Random | None = None):
+    def __init__(self, endpoint: Endpoint, config: EngineConfig, *, rng: random.Random | None = None,
+                 bookings: Bookings | None = None, limit_key: str = "model"):
+        """``bookings``: where the RPM and TPM schedules live when several engines (threads,
+        processes, machines) share them; by default this engine's own."""
         self.endpoint, self.config = endpoint, config
         self.slots = asyncio.Semaphore(config.concurrency)
-        self.rpm = RateLimiter(config.rpm) if config.rpm else None
-        self.tpm = RateLimiter(config.tpm) if config.tpm else None
+        self.rpm = RateLimiter(config.rpm, bookings=bookings, key=f"{limit_key}:rpm") if config.rpm else None
+        self.tpm = RateLimiter(config.tpm, bookings=bookings, key=f"{limit_key}:tpm") if config.tpm else None
         self.breaker = CircuitBreaker(config.breaker_failures)
         self.rng = rng or random.Random()
         self.stats = EngineStats()
@@ -78,14 +81,18 @@ class Engine:
                 raise EndpointDown(f"model endpoint is down ({self.breaker.failures} failed attempts in a row, last "
                                    f"{self.breaker.last_error}); round stopped, committed work kept: rerun to go on")
             attempt += 1
-            if self.rpm:
-                await self.rpm.acquire(1)
             estimate = request.estimated_tokens() if self.tpm else 0
-            if self.tpm:
-                await self.tpm.acquire(estimate)
+            ticket = None
             try:
                 async with self.slots:
+                    # booked once a slot is ours, when the request is about to go out: a request
+                    # queued for a slot holds no booking that would push everyone else's back
+                    if self.rpm:
+                        await self.rpm.acquire(1)
+                    if self.tpm:
+                        await self.tpm.acquire(estimate)
                     self.stats.attempts += 1
+                    ticket = self.breaker.sent()
                     async with asyncio.timeout(self.config.timeout_s):
                         reply = await self.endpoint.complete(request)
             except RequestRejected as exc:  # sending it again would not help; the endpoint is fine
@@ -101,10 +108,10 @@ class Engine:
                 self.stats.prompt_tokens += reply.prompt_tokens
                 self.stats.completion_tokens += reply.completion_tokens
                 if self.tpm:
-                    self.tpm.adjust(reply.prompt_tokens + reply.completion_tokens - estimate)
+                    await self.tpm.settle(reply.prompt_tokens + reply.completion_tokens - estimate)
                 return reply
             self.stats.failures[failure.kind] += 1
-            self.breaker.failure(f"{failure.kind}: {failure}")
+            self.breaker.failure(f"{failure.kind}: {failure}", ticket)
             if attempt > self.config.retries:
                 raise failure
             await asyncio.sleep(self.backoff(attempt, failure.retry_after))

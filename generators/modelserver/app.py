@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from generators.modelserver.brain import estimate_tokens, next_action, parse_task_header, position, writer_reply
+from generators.modelserver.brain import (USER_EPISODE_PREFIX, estimate_tokens, next_action, parse_task_header,
+                                          position, user_reply, writer_reply)
 from generators.modelserver.faults import FaultConfig, pick_fault
 from generators.modelserver.strict import message_errors, refusal_body
 
@@ -113,6 +114,9 @@ def build_app(state: ServerState) -> Starlette:
         if fault == "timeout":
             await asyncio.sleep(cfg.timeout_s)
             return _error(504, "gateway timeout", "server_error")
+        if episode.startswith(USER_EPISODE_PREFIX):  # the simulated user is asked
+            content = user_reply(parse_task_header(request.headers.get(TASK_HEADER)), messages, fault)
+            return JSONResponse(_completion(model, content, None, messages))
         if not body.get("tools"):  # no tools: the task writer is asking
             return JSONResponse(_completion(model, writer_reply(messages), None, messages))
         state.positions[episode][position(messages)] += 1

@@ -15,6 +15,7 @@ from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
 
 from generators.phone.families import get_family
+from generators.phone.user import UNKNOWN, scripted_user_reply
 from generators.policies.scripted import ScriptedPolicy
 
 
@@ -82,3 +83,24 @@ def writer_reply(messages: list[dict[str, Any]]) -> str:
     if first_try and int(digest(text, 8), 16) % 3 == 0:
         return json.dumps({"instruction": "Could you sort that out on my phone?"})
     return json.dumps({"instruction": f"Hey, {text[:1].lower()}{text[1:]}" if text else "Hello"})
+
+
+USER_EPISODE_PREFIX = "user:"  # the episode header of the simulated user's calls
+
+
+def user_reply(task_ref: tuple[str, int, int, int] | None, messages: list[dict[str, Any]], fault: str | None) -> str:
+    """The simulated user's reply: the scripted user's answer to the question (the last user turn) for
+    the task the header names. Faults: ``empty`` says nothing; ``leak`` volunteers every fact its prompt lists."""
+    if fault == "empty":
+        return ""
+    question = next((str(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    if task_ref is None:
+        return UNKNOWN
+    task = _task(*task_ref[:3])
+    answer = scripted_user_reply(task, question.split(" (options: ")[0])
+    if fault == "leak":  # it blurts out every fact its prompt gave it
+        system = next((str(m.get("content")) for m in messages if m.get("role") == "system"), "")
+        facts = "; ".join(line.split(": ", 1)[1] for line in system.splitlines()
+                          if line.startswith("- ") and ": " in line)
+        return f"{answer} Also, since you will need it: {facts}." if facts else answer
+    return answer

@@ -15,7 +15,10 @@ KINDS = TRANSPORT + CONTENT  # the default mix
 # "refuse": a 500 whose body is a validation error, as llama.cpp's server answers a request it will
 # never take; only when asked for by name
 REFUSALS = ("refuse",)
-ALL_KINDS = KINDS + REFUSALS
+# "leak": the simulated user volunteers every private fact (only when asked for by name; a planner's
+# request with it is answered as usual)
+USER_FAULTS = ("leak",)
+ALL_KINDS = KINDS + REFUSALS + USER_FAULTS
 
 
 @dataclass

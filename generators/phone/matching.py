@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from typing import Any
 
 
 PHONE_FORMATTING = re.compile(r"[\s().+-]")  # what people type around a number's digits
+PHONE_LIKE = re.compile(r"[+\d][\d\s().-]{5,}")
+
+
+def _normalised_text(value: str, phone: bool) -> str:
+    # a check normalises the same expected values at every step: short texts are remembered
+    return _remembered(value, phone) if len(value) <= 200 else _folded(value, phone)
+
+
+def _folded(value: str, phone: bool) -> str:
+    s = " ".join(value.strip().casefold().split())
+    if phone or PHONE_LIKE.fullmatch(s):
+        return PHONE_FORMATTING.sub("", s)
+    return s
+
+
+_remembered = functools.lru_cache(maxsize=32768)(_folded)
 
 
 def normalise(value: Any, field: str = "") -> Any:
@@ -17,10 +34,7 @@ def normalise(value: Any, field: str = "") -> Any:
     letter stays, so ``415-555-01O1`` (a letter O) never matches ``415-555-0101``.
     """
     if isinstance(value, str):
-        s = " ".join(value.strip().casefold().split())
-        if field == "phone" or re.fullmatch(r"[+\d][\d\s().-]{5,}", s):
-            return PHONE_FORMATTING.sub("", s)
-        return s
+        return _normalised_text(value, field == "phone")
     if isinstance(value, list):
         return [normalise(v, field) for v in value]
     return value

@@ -141,9 +141,9 @@ def check_arguments(name: str, parameters: dict[str, Any], args: Any) -> tuple[s
 def _argument_problem(name: str, props: dict[str, Any], required: list[str], args: Any) -> str | None:
     if not isinstance(args, dict):
         return f"arguments must be a JSON object, got {type(args).__name__}"
-    unknown = sorted(set(args) - set(props))
+    unknown = args.keys() - props.keys()
     if unknown:
-        return f"unknown argument(s) {unknown} for {name}"
+        return f"unknown argument(s) {sorted(unknown)} for {name}"
     missing = [k for k in required if k not in args]
     if missing:
         return f"missing required argument(s) {missing} for {name}"

@@ -145,12 +145,19 @@ CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
 }
 
 
+def check_outcome(req: Requirement, changes: list[dict[str, Any]], calls: Calls,
+                  finish_args: dict[str, Any] | None) -> tuple[bool, str]:
+    """(passed, detail) of one requirement; an unknown kind fails loudly in the detail, never silently passes."""
+    check = CHECKS.get(req.kind)
+    if check is None:
+        return False, f"unknown requirement kind {req.kind!r}"
+    return check(req.params, changes=changes, calls=calls, finish_args=finish_args)
+
+
 def check_requirement(req: Requirement, changes: list[dict[str, Any]], calls: Calls,
                       finish_args: dict[str, Any] | None) -> RequirementResult:
-    """One requirement's result. An unknown kind fails loudly in the detail, never silently passes."""
-    check = CHECKS.get(req.kind)
-    passed, detail = (False, f"unknown requirement kind {req.kind!r}") if check is None else check(
-        req.params, changes=changes, calls=calls, finish_args=finish_args)
+    """One requirement's result (see :func:`check_outcome`)."""
+    passed, detail = check_outcome(req, changes, calls, finish_args)
     return RequirementResult.model_construct(id=req.id, passed=passed, hard=req.hard, weight=req.weight,
                                              dimension=req.dimension, detail=detail)
 
@@ -177,24 +184,32 @@ def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, cal
              finish_args: dict[str, Any] | None,
              after: Snapshot | None = None) -> tuple[list[RequirementResult], bool, float, list[str]]:
     """Score an episode: (results, success, progress, minefields); see ``score``."""
-    changes = final_world.diff(initial_snapshot, after)  # ``after``: a snapshot of final_world already taken
+    # ``after``: a snapshot of final_world already taken; else its live rows, only read here
+    changes = final_world.diff(initial_snapshot, final_world.view() if after is None else after)
     results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
     return results, *score(task, results, calls)
 
 
 INVALID_CODES = {"UNKNOWN_TOOL", "INVALID_ARGUMENT", "INVALID_ACTION"}
-STATE_KINDS = {"state_diff", "allowed_changes", "untouched"}  # checks that read only the state diff
+# checks that read only the state diff, and the one table each service check among them reads (the
+# others name theirs in params["table"]; allowed_changes reads every table)
+STATE_TABLES = {"memory_diff": "memories", "skill_reruns": "skills"}
+STATE_KINDS = {"state_diff", "allowed_changes", "untouched", *STATE_TABLES}
 
 
 class StepVerifier:
-    """Per-step verification: milestones reached, minefields hit, running progress, label."""
+    """Per-step verification: milestones reached, minefields hit, running progress, label.
+
+    The definition, recomputing every check from the whole state diff: the environment runs
+    :class:`generators.phone.stepverify.IncrementalVerifier`, which gives the same results
+    re-evaluating only what a step could change (tests compare the two after every step)."""
 
     def __init__(self, task: TaskSpec, initial_snapshot: Snapshot, initial_world: World):
         self.task, self.initial = task, initial_snapshot
         results, _, self.progress, _ = evaluate(task, initial_snapshot, initial_world, [], None)
         self.passing = {r.id for r in results if r.passed}
         self.mines: set[str] = set()
-        self.seen_calls: set[str] = set()
+        self.seen_calls = SeenCalls()
         self.state_results: dict[str, RequirementResult] | None = None
 
     def observe(self, world: World, calls: Calls, action: Action, feedback: Feedback,
@@ -212,23 +227,37 @@ class StepVerifier:
         new_milestones = sorted(passing - self.passing - noop)
         new_mines = sorted(set(mines) - self.mines)
         lost = {r.id for r in self.task.requirements if r.hard} & (self.passing - passing)
-        label = self._label(action, feedback, new_milestones, bool(new_mines or lost))
+        label = step_label(self.seen_calls, action, feedback, new_milestones, bool(new_mines or lost))
         self.passing, self.progress, self.mines = passing, progress, self.mines | set(mines)
         return Verification.model_construct(milestones=new_milestones, minefields=new_mines, progress=progress,
                                             label=label)
 
-    def _label(self, action: Action, feedback: Feedback, milestones: list[str], harmful: bool) -> str:
-        if action.kind == "invalid" or (feedback.error is not None and feedback.error.code in INVALID_CODES):
-            return "invalid_call"
-        if harmful:
-            return "harmful"
-        if not feedback.ok:
-            return "recoverable_error"
-        if action.kind != "tool_call":
-            return "ok"
-        key = canonical_json([action.tool, action.arguments])
-        repeated = key in self.seen_calls
-        self.seen_calls.add(key)
-        if not milestones and not feedback.state_delta and (repeated or tool_kind(action.tool) == "write"):
-            return "redundant"  # a repeated call or a write that changed nothing
+
+class SeenCalls:
+    """The calls made so far: a call is repeated when its tool and its arguments' canonical JSON were seen."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def repeated(self, tool: str | None, arguments: Any) -> bool:
+        """Whether this call was made before; it counts as made from now on."""
+        key = canonical_json([tool, arguments])
+        hit = key in self.keys
+        self.keys.add(key)
+        return hit
+
+
+def step_label(seen: SeenCalls, action: Action, feedback: Feedback, milestones: list[str], harmful: bool) -> str:
+    """A step's label (``seen``: the calls made so far, to which this one is added here)."""
+    if action.kind == "invalid" or (feedback.error is not None and feedback.error.code in INVALID_CODES):
+        return "invalid_call"
+    if harmful:
+        return "harmful"
+    if not feedback.ok:
+        return "recoverable_error"
+    if action.kind != "tool_call":
         return "ok"
+    repeated = seen.repeated(action.tool, action.arguments)
+    if not milestones and not feedback.state_delta and (repeated or tool_kind(action.tool) == "write"):
+        return "redundant"  # a repeated call or a write that changed nothing
+    return "ok"

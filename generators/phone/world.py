@@ -26,6 +26,18 @@ DEFAULT_TICK = timedelta(seconds=30)  # virtual time one tool call takes
 DUE_HOOKS: list[Any] = []
 
 EMPTY_TABLE_DIGEST = digest([])
+
+try:  # the C encoder canonical_json runs, made once instead of per call (rows are plain data, never circular)
+    from json.encoder import c_make_encoder, encode_basestring
+
+    _encode = c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)
+except (ImportError, TypeError):  # another Python's json: the plain way
+    _encode = None
+
+
+def row_json(value: Any) -> str:
+    """``canonical_json(value)`` for plain row data (dicts, lists, scalars), faster."""
+    return "".join(_encode(value, 0)) if _encode is not None else canonical_json(value)
 Row = dict[str, Any]
 Snapshot = dict[str, dict[str, Row]]
 
@@ -57,7 +69,10 @@ class Table:
         return self.rows.get(key)
 
     def essential(self, row: Row) -> Row:
-        """The row without its incidental fields, unordered lists sorted: what the hash and diff look at."""
+        """The row without its incidental fields, unordered lists sorted: what the hash and diff look at
+        (the row itself when the table has neither: read it, never change it)."""
+        if not self.incidental and not self.unordered:
+            return row
         out = {k: v for k, v in row.items() if k not in self.incidental}
         for k in self.unordered:
             if isinstance(out.get(k), list):
@@ -76,7 +91,10 @@ class World:
         self.seed = seed
         self.now = start
         self.tick = tick
-        self.rng = random.Random(seed)
+        # the generator is made on first use: no tool draws from it, and copying its state
+        # cost a rollout's reset more than copying the rows did
+        self._rng: random.Random | None = None
+        self._rng_state: Any = seed  # a seed, or a state of random.Random, until the generator exists
         self.tables: dict[str, Table] = {}
         self.events: list[dict[str, Any]] = []  # append-only log, never hashed
         self.counters: dict[str, int] = {}
@@ -85,6 +103,17 @@ class World:
         self.faults: list[dict[str, Any]] = []
         self.next_due: datetime | None = None  # the earliest scheduled automation, if any
         self.wide = False  # set when something beyond one app's tables changed (a macro, an automation)
+
+    @property
+    def rng(self) -> random.Random:
+        """The world's seeded generator (a copy continues its stream)."""
+        if self._rng is None:
+            self._rng = random.Random()
+            if isinstance(self._rng_state, tuple):
+                self._rng.setstate(self._rng_state)
+            else:
+                self._rng.seed(self._rng_state)
+        return self._rng
 
     # -- tables -------------------------------------------------------------
     def add_table(self, name: str, key: str, incidental: tuple[str, ...] = (), app: str = "",
@@ -114,7 +143,7 @@ class World:
     # -- clock and log ------------------------------------------------------
     def advance(self, steps: int = 1) -> datetime:
         """Move the virtual clock forward by ``steps`` ticks and return the new time."""
-        self.now = self.now + self.tick * steps
+        self.now = self.now + (self.tick if steps == 1 else self.tick * steps)
         if self.next_due is not None and self.now >= self.next_due:
             for hook in DUE_HOOKS:
                 hook(self)
@@ -130,13 +159,14 @@ class World:
         t = self.tables[name]
         if not t.rows:  # most worlds leave most service tables empty
             return EMPTY_TABLE_DIGEST
-        return digest([t.essential(t.rows[k]) for k in sorted(t.rows)])
+        return digest(row_json([t.essential(t.rows[k]) for k in sorted(t.rows)]))
 
     def state_hash(self, table_digests: dict[str, str] | None = None) -> str:
         """Canonical digest of all tables, rows sorted by key, incidental fields out.
 
-        ``table_digests`` lets a caller that knows which tables changed (the
-        environment) pass digests it keeps up to date instead of recomputing them all.
+        ``table_digests`` lets a caller that keeps table digests up to date pass them instead
+        of recomputing them all (the environment keeps the whole hash incrementally, see
+        :mod:`generators.phone.digests`).
         """
         digests = table_digests if table_digests is not None else {n: self.table_digest(n) for n in self.tables}
         return digest(sorted(digests.items()))
@@ -148,6 +178,11 @@ class World:
         """
         tables = self.tables if names is None else {n: self.tables[n] for n in names}
         return {name: {k: dict(r) for k, r in t.rows.items()} for name, t in tables.items()}
+
+    def view(self) -> Snapshot:
+        """The live rows of every table, shaped as a snapshot but not copied: for reading at once
+        (a diff to score), never for keeping while the world changes."""
+        return {name: t.rows for name, t in self.tables.items()}
 
     def incidental_fields(self) -> dict[str, tuple[str, ...]]:
         """Per table, the fields a diff should ignore."""
@@ -162,8 +197,8 @@ class World:
         """An independent copy (rows, clock, generator state, counters, log)."""
         other = World.__new__(World)
         other.seed, other.now, other.tick = self.seed, self.now, self.tick
-        other.rng = random.Random()
-        other.rng.setstate(self.rng.getstate())
+        other._rng = None  # states are immutable tuples: an unused generator's is shared, not copied
+        other._rng_state = self._rng.getstate() if self._rng is not None else self._rng_state
         other.tables = {
             n: Table(t.name, t.key, t.incidental, {k: dict(r) for k, r in t.rows.items()}, t.app, t.unordered)
             for n, t in self.tables.items()
@@ -200,28 +235,33 @@ def diff_snapshots(
     incidental = incidental or {}
     changes: list[dict[str, Any]] = []
     for name in sorted(set(before) | set(after)):
-        old, new = before.get(name, {}), after.get(name, {})
-        if old is new or old == new:  # most tables do not change in a step: one C-level comparison decides
-            continue
-        skip = incidental.get(name, ())
-        table = (with_unordered or {}).get(name)  # its rows compare through Table.essential
-        keys = old.keys() if old.keys() == new.keys() else old.keys() | new.keys()
-        hits = []
-        for key in keys:
-            a, b = old.get(key), new.get(key)
-            if a == b:  # the common case, decided by one C-level comparison
-                continue
-            if a is None:
-                hits.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
-            elif b is None:
-                hits.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
-            elif table is not None:
-                if table.essential(a) != table.essential(b):
-                    hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
-            elif not skip or _strip(a, skip) != _strip(b, skip):
-                hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
-        changes += sorted(hits, key=lambda c: c["key"])
+        changes += diff_table(name, before.get(name, {}), after.get(name, {}), incidental.get(name, ()),
+                              (with_unordered or {}).get(name))
     return changes
+
+
+def diff_table(name: str, old: dict[str, Row], new: dict[str, Row], skip: tuple[str, ...] = (),
+               table: Table | None = None) -> list[dict[str, Any]]:
+    """One table's part of :func:`diff_snapshots`, sorted by key (``skip``: its incidental fields;
+    ``table``: given when its rows must compare through :meth:`Table.essential`)."""
+    if old is new or old == new:  # most tables do not change in a step: one C-level comparison decides
+        return []
+    keys = old.keys() if old.keys() == new.keys() else old.keys() | new.keys()
+    hits = []
+    for key in keys:
+        a, b = old.get(key), new.get(key)
+        if a == b:  # the common case, decided by one C-level comparison
+            continue
+        if a is None:
+            hits.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
+        elif b is None:
+            hits.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
+        elif table is not None:
+            if table.essential(a) != table.essential(b):
+                hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+        elif not skip or _strip(a, skip) != _strip(b, skip):
+            hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
+    return sorted(hits, key=lambda c: c["key"])
 
 
 def _strip(row: Row, skip: tuple[str, ...]) -> Row:

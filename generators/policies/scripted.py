@@ -14,6 +14,7 @@ from typing import Any
 from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
 
+from generators.collect import Turn
 from generators.phone.families import Family, get_family
 from generators.phone.families.mutants import ID_ARGS, first_write_index, set_answer, wrong_value
 from generators.phone.tools import tool_kind
@@ -52,11 +53,16 @@ DIFFICULTY_STEP = 0.4  # each difficulty level above 1 raises the mistake chance
 
 
 class ScriptedPolicy:
-    """Follows the family's reference actions, with at most one mistake per episode."""
+    """Follows the family's reference actions, with at most one mistake per episode.
+
+    The collector's policy interface: ``begin`` gives an actor of its own for each episode
+    (so a shard's episodes can run concurrently), whose ``act`` never waits."""
 
     name = "scripted"
     version = "0.1"
     model = ""
+    max_invalid_replies = 3  # never reached: a script makes no unusable replies
+    max_steps = None  # a script stops within the step budget on its own
 
     def __init__(self, error_rates: dict[str, float] | None = None, seed: int = 0):
         self.error_rates = dict(DEFAULT_ERROR_RATES if error_rates is None else error_rates)
@@ -81,6 +87,16 @@ class ScriptedPolicy:
             self.mistake = rng.choices(kinds, weights=[MISTAKES[k] for k in kinds])[0]
         self.mistake, self.plan = _with_mistake(self.mistake, task, family, reference, rng)
         self._next = 0
+
+    def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> ScriptedPolicy:
+        """An actor for one episode: a copy of this policy, started on ``task``."""
+        actor = ScriptedPolicy(self.error_rates, self.seed)
+        actor.start(task, rollout)
+        return actor
+
+    async def act(self, steps: list[Any]) -> Turn:
+        """The next planned action as the collector's turn."""
+        return Turn(action=self.next_action(steps))
 
     def next_action(self, history: list[Any] | None = None) -> Action:
         """The next planned action (history is not needed by a script); finish once the plan is spent."""

@@ -180,11 +180,28 @@ class PullSummary:
 
 
 def reviewer_name(user: RemoteUser) -> str:
-    """The review gate's name for a Label Studio user: the part of the e-mail address before
-    the '@' (or the username), cut to the characters reviewer names allow."""
+    """The review gate's name for a Label Studio user seen for the first time: the part of the
+    e-mail address before the '@' (or the username), cut to the characters reviewer names allow."""
     base = user.email.split("@", 1)[0] if user.email else user.username
     name = _NAME_BAD.sub("-", base).strip("-._")[:64]
     return name or f"ls-user-{user.id}"
+
+
+def reviewer_names(users: list[RemoteUser], links: dict[int, str]) -> dict[int, str]:
+    """Each Label Studio user's reviewer: the one it was linked to by an earlier pull (``links``:
+    user id -> reviewer), else :func:`reviewer_name`, made unique with the user's id when another
+    Label Studio user holds that name already (``ann@a.org`` and ``ann@b.org`` are two votes)."""
+    out = {uid: links[uid] for uid in (u.id for u in users) if uid in links}
+    taken = set(links.values())
+    for user in sorted(users, key=lambda u: u.id):  # the earlier user keeps the plain name
+        if user.id in out:
+            continue
+        name = reviewer_name(user)
+        if name in taken:
+            name = f"{name[:56]}-ls{user.id}"
+        out[user.id] = name
+        taken.add(name)
+    return out
 
 
 def _where(task: RemoteTask, ann_id: int, who: str) -> str:
@@ -198,7 +215,8 @@ class _Planned:
     updated_at: str
     reviewer: str
     decision: PulledDecision | None
-    round_id: str = ""  # the episode's round in the warehouse (never what the task's data claims)
+    round_id: str = ""
+    user_id: int = 0  # the episode's round in the warehouse (never what the task's data claims)
 
 
 def _fetch(client: LabelStudioClient, project: RemoteProject, progress: Progress | None) -> Iterator[RemoteTask]:
@@ -217,11 +235,14 @@ def known_episodes(store: Store) -> dict[str, tuple[str, int]]:
 
 
 def plan_pull(
-    tasks: list[RemoteTask], users: dict[int, RemoteUser], known: dict[str, tuple[str, int]]
+    tasks: list[RemoteTask], users: dict[int, RemoteUser], known: dict[str, tuple[str, int]],
+    names: dict[int, str] | None = None,
 ) -> tuple[list[_Planned], int]:
     """Every annotation as a checked decision (or none yet), and how many tasks are not ours.
     ``known``: episode id -> (round, steps) from the warehouse; a task's data is trusted for its
-    episode id only. InputError naming the first annotation that cannot be read, and how many cannot."""
+    episode id only; ``names``: user id -> reviewer (default: :func:`reviewer_names` with no earlier
+    links). InputError naming the first annotation that cannot be read, and how many cannot."""
+    names = names if names is not None else reviewer_names(list(users.values()), {})
     planned, problems, foreign = [], [], 0
     for task in tasks:
         if task.episode_id not in known:
@@ -239,7 +260,7 @@ def plan_pull(
             except InputError as exc:
                 problems.append(f"{_where(task, ann.id, who)}: {exc}")
                 continue
-            planned.append(_Planned(task, ann.id, ann.updated_at, reviewer_name(user), decision, round_id))
+            planned.append(_Planned(task, ann.id, ann.updated_at, names[user.id], decision, round_id, user.id))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}; nothing was pulled; fix it in Label Studio and pull again")
@@ -272,10 +293,15 @@ def pull(
     project = existing_project(client, ls.project)
     users = {u.id: u for u in client.users()}
     tasks = list(_fetch(client, project, progress))  # everything is read before anything is written
-    planned, foreign = plan_pull(tasks, users, known_episodes(store))
+    with store.session() as s:
+        user_links = lt.user_links(session=s)
+    names = reviewer_names(list(users.values()), {uid: u.reviewer for uid, u in user_links.items()})
+    planned, foreign = plan_pull(tasks, users, known_episodes(store), names)
     summary = PullSummary(project.id, len(tasks), len(planned), foreign=foreign)
     with store.session() as s:
         links = lt.project_annotations(session=s, project_id=project.id)
+        for uid in sorted({p.user_id for p in planned} - set(user_links)):  # linked once, for good
+            s.add(lt.LabelStudioUser(user_id=uid, reviewer=names[uid], email=users[uid].email))
         _ensure_reviewers(s, {p.reviewer for p in planned if p.decision is not None}, summary.reviewers_created)
         seen = set()
         for p in planned:

@@ -22,7 +22,8 @@ def _call(call: ToolCall, current: int, first_error: int | None) -> None:
     mark = ":red[✗]" if call.bad else ":green[✓]"
     here = "▶ " if call.step == current else ""
     flag = " · :red[**first error**]" if first_error == call.step else ""
-    label = f"{here}step {call.step} · `{call.tool}` {mark}{flag}"
+    who = f"↳ {call.actor} · " if call.actor != "planner" else ""
+    label = f"{here}{who}step {call.step} · `{call.tool}` {mark}{flag}"
     with st.expander(label, expanded=call.step == current):
         st.code(_pretty(call.arguments), language="json")
         if call.error:

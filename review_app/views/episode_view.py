@@ -226,6 +226,9 @@ def _outcome(view: EpisodeView) -> None:
             )
             if out.final_answer is not None:
                 st.caption(f"final answer: {json.dumps(out.final_answer, ensure_ascii=False, default=str)[:300]}")
+            for f in out.user_fallbacks:  # the user model said what it may not: the scripted answer was given
+                st.warning(f"step {f.get('step')}: the user model's reply was replaced ({f.get('reason')}): "
+                           f"{str(f.get('raw', ''))[:300]}")
         st.dataframe(requirement_rows(view), hide_index=True, width="stretch")
     with st.expander("Curation marks", expanded=True):
         for m in view.marks:

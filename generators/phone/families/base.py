@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from warehouse.contract import Action, Requirement, Split, TaskSpec
 from warehouse.errors import ConfigError
@@ -19,6 +19,7 @@ from warehouse.ids import digest, task_id
 from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
 from generators.phone.tools import TOOLS, call_tool
+from generators.phone.digests import Baseline
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
@@ -29,6 +30,13 @@ MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 MIN_TOOLS = 10  # never so few that the right tool is obvious
 WORLD_CACHE = 256  # initial worlds kept per family
+
+
+class Start(NamedTuple):
+    """What an episode starts from: its own world and the cached facts of that initial state."""
+
+    world: World  # a fresh copy, the episode's own to change
+    baseline: Baseline  # the initial state's snapshot (the cached world's own rows, never changed) and digests
 
 
 class UnknownKnobError(ConfigError):
@@ -266,25 +274,25 @@ class Family:
         self.hooks(variant_of(task.template)).populate(world, random.Random(world.seed), task)
         return world
 
-    def initial_world(self, task: TaskSpec) -> tuple[World, dict[str, str]]:
-        """A fresh copy of the task's initial world and its table digests.
+    def initial_world(self, task: TaskSpec) -> Start:
+        """A fresh copy of the task's initial world, with what an episode starts from (see :class:`Start`).
 
         Rollouts, the gate's runs and replays of one task all start from the same world,
         so it is built once and copied (a copy costs a tenth of a build); the cache is
         small and per family instance.
         """
-        cache: OrderedDict[tuple[str, str], tuple[World, dict[str, str]]] = self.__dict__.setdefault(
-            "_worlds", OrderedDict())
+        cache: OrderedDict[tuple[str, str], tuple[World, Baseline]] = self.__dict__.setdefault("_worlds", OrderedDict())
         key = (task.task_id, digest([task.private_params, task.faults]))
         hit = cache.get(key)
         if hit is None:
             world = self.build_world(task)
-            hit = cache[key] = (world, {n: world.table_digest(n) for n in world.tables})
+            # the cached world is never changed, so its own rows are the initial snapshot
+            hit = cache[key] = (world, Baseline(world.tables, world.view()))
             if len(cache) > WORLD_CACHE:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(key)
-        return hit[0].copy(), dict(hit[1])
+        return Start(hit[0].copy(), hit[1])
 
     def reference_actions(self, task: TaskSpec) -> list[Action]:
         """The reference solution, ending with finish."""

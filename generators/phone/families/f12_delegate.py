@@ -4,6 +4,11 @@ A GUI setting no tool covers, a receipt photo only the vision agent reads (after
 photo's id was found), an automation for later (after the contact's id was found),
 and a question for the QA agent, which either knows the answer or says NOT_FOUND, in
 which case the agent must say it is unknown, never invent one.
+
+A seeded sub-agent failure (the ``faults`` knob): from level 2 the user names the GUI
+setting's app as people do ("Photos", "home screen"), not as the GUI agent knows it; its
+first run is ``UNSUPPORTED_APP`` and the hint lists the apps it operates, so the agent
+must start a new session with the app's own name.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ WIFI_WORDS = ["latte", "harbor", "maple", "orbit", "cobalt", "pepper", "violet",
 UI = [("gallery", "grid_size", ["small", "medium", "large"]), ("keyboard", "vibration", ["on", "off"]),
       ("launcher", "icon_shape", ["circle", "square", "squircle"]), ("camera", "shutter_sound", ["on", "off"]),
       ("clock", "alarm_ramp", ["off", "30s", "60s"])]
+# what people call the apps the GUI agent operates (never a name it operates: its first run fails)
+SAID = {"gallery": "Photos", "keyboard": "on-screen keyboard", "launcher": "home screen", "camera": "camera app",
+        "clock": "alarm clock"}
 KB = [("gym opening hours", "6:00 to 22:00 on weekdays"), ("parcel room code", "4471"),
       ("guest parking", "level B2, bays 40-55"), ("recycling day", "Thursday morning"),
       ("laundry room hours", "7:00 to 21:00"), ("rooftop booking", "through the concierge, 48 hours ahead")]
@@ -51,7 +59,9 @@ class Delegate(Family):
     tools = ("start_subagent", "run_subagent", "get_subagent_result", "files_list", "files_search",
              "contacts_search", "expenses_add", "messages_send", "notes_create")
     hidden_tools = ("photos_read_text",)
-    knobs = {"distractors": "2+: an older receipt, a contact with the same first name; 3: more of them"}
+    knobs = {"distractors": "2+: an older receipt, a contact with the same first name; 3: more of them",
+             "faults": "2+: the user calls the GUI setting's app by another name (its first run is UNSUPPORTED_APP, "
+                       "whose hint lists the apps it operates)"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         private: dict[str, Any] = {"variant": variant, "user_facts": {}, "kb": rng.sample(KB, 4)}
@@ -59,7 +69,9 @@ class Delegate(Family):
             app, setting, options = rng.choice(UI)
             value = rng.choice(options[1:])
             private.update(app=app, setting=setting, options=options, value=value)
-            return {"app": app, "setting": setting.replace("_", " "), "value": value}, private
+            if levels["faults"] >= 2:  # the seeded failure: the GUI agent does not know the app by this name
+                private["said_app"] = SAID[app]
+            return {"app": private.get("said_app", app), "setting": setting.replace("_", " "), "value": value}, private
         if variant == "vision_receipt":
             total, merchant = round(rng.uniform(8, 60), 2), rng.choice(MERCHANTS)
             private.update(total=total, merchant=merchant, older=round(total + rng.uniform(3, 9), 2))
@@ -140,6 +152,12 @@ class Delegate(Family):
         start = call("start_subagent", agent=agent, instruction=task.instruction, inputs=inputs)
         run = call("run_subagent", session_id="sa-0001")
         if p["variant"] == "gui_setting":
+            if "said_app" in p:  # tried with the user's name for the app; the hint names the GUI agent's
+                said = call("start_subagent", agent=agent, instruction=task.instruction,
+                            inputs={**inputs, "app": p["said_app"]})
+                start.arguments["instruction"] = f"Set {p['app']} {p['setting'].replace('_', ' ')} to {p['value']}."
+                return [said, run, start, call("run_subagent", session_id="sa-0002"),
+                        finish(summary=f"{q['app']} {q['setting']} set to {q['value']}.")]
             return [start, run, finish(summary=f"{q['app']} {q['setting']} set to {q['value']}.")]
         if p["variant"] == "vision_receipt":
             return [call("files_list", kind="photo"), start, run,
@@ -167,7 +185,8 @@ class Delegate(Family):
                    **({"run_ok": False} if p["variant"] == "qa_unknown" else {})}
         reqs = [Requirement(id="handoff", kind="handoff", weight=2.0, dimension="subagents", params=handoff,
                             description=f"the {agent} agent got the exact inputs and was run")]
-        sessions = {"table": "agent_sessions", "ops": ["added"], "max": 1}  # exact inputs the first time
+        # exact inputs the first time (a second time after the seeded failure)
+        sessions = {"table": "agent_sessions", "ops": ["added"], "max": 2 if "said_app" in p else 1}
         if p["variant"] == "gui_setting":
             reqs.append(Requirement(id="setting_changed", kind="state_diff", params={
                 "table": "ui_settings",
@@ -212,7 +231,7 @@ class Delegate(Family):
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         p, out = task.private_params, [a.model_copy(deep=True) for a in actions]
-        start = next(a for a in out if a.tool == "start_subagent")
+        start = [a for a in out if a.tool == "start_subagent"][-1]  # the session that counts (after a seeded failure)
         inputs = start.arguments["inputs"]
         if p["variant"] == "gui_setting":
             inputs["value"] = next(o for o in p["options"] if o != p["value"])

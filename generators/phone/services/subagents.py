@@ -2,8 +2,10 @@
 
 A session is started with an instruction and structured inputs
 (``start_subagent``), then run by its id (``run_subagent``); ``get_subagent_result``
-reads it back. Each run returns a sub-trace whose steps carry the actor
-``subagent:<name>``. Failures are typed and come with a hint: the GUI agent cannot
+reads it back. A run returns the sub-agent's result; what the sub-agent did on the way
+(its sub-trace) goes to the world's event log, from which the environment records each
+of its steps as a step of its own with the actor ``subagent:<name>`` (see
+:func:`subagent_steps`): the planner delegated that work, it did not take those steps. Failures are typed and come with a hint: the GUI agent cannot
 operate every app (``UNSUPPORTED_APP``), the vision agent needs a photo that exists
 (``ARTIFACT_NOT_FOUND``), the QA agent answers only from its knowledge base
 (``NOT_FOUND`` otherwise, never a guess). Automations fire when the virtual clock
@@ -166,8 +168,7 @@ def run(world: World, session_id: str) -> dict[str, Any]:
         raise
     row.update(status="done", result=result)
     world.log("subagent", actor=actor, session=session_id, ok=True, trace=trace)
-    return {"session_id": session_id, "status": "done", "result": result,
-            "trace": [{"actor": actor, **t} for t in trace]}
+    return {"session_id": session_id, "status": "done", "result": result}
 
 
 @tool("get_subagent_result", APP, "read", "Read a sub-agent session: status, result or error.",
@@ -195,9 +196,29 @@ def fire_due(world: World) -> None:
         reply = call_tool(world, row["tool"], row["arguments"])
         row.update(status="fired" if reply["ok"] else "failed", fired_at=world.now.isoformat(timespec="minutes"),
                    error="" if reply["ok"] else reply["error"]["code"])
-        world.log("automation", actor="subagent:automation", automation=row["id"], ok=reply["ok"])
+        world.log("automation", actor="subagent:automation", automation=row["id"], ok=reply["ok"],
+                  tool=row["tool"], arguments=row["arguments"], code=row["error"])
     world.wide = True
     _reschedule(world)
 
 
 DUE_HOOKS.append(fire_due)
+
+
+def subagent_steps(events: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any], bool, str]]:
+    """The sub-agents' own steps in ``events`` (a slice of the world's log), in order:
+    ``(actor, operation, arguments, ok, error code)``. A run's operations come from its sub-trace
+    (its failing operation carries the run's error code); a fired automation is one step, the
+    tool it ran."""
+    out: list[tuple[str, str, dict[str, Any], bool, str]] = []
+    for ev in events:
+        if ev["kind"] == "subagent":
+            agent = ev["actor"].split(":", 1)[-1]
+            trace = ev.get("trace") or [{"op": "start", "ok": ev.get("ok", True)}]  # refused before its first op
+            for i, op in enumerate(trace):
+                args = {k: v for k, v in op.items() if k not in ("op", "ok")}
+                failed = not op.get("ok", True) or (i == len(trace) - 1 and not ev.get("ok", True))
+                out.append((ev["actor"], f"{agent}.{op['op']}", args, not failed, ev.get("code", "") if failed else ""))
+        elif ev["kind"] == "automation" and "tool" in ev:
+            out.append((ev["actor"], ev["tool"], dict(ev.get("arguments") or {}), bool(ev["ok"]), ev.get("code", "")))
+    return out

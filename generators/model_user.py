@@ -1,0 +1,50 @@
+"""The simulated user over a model: the same persona, facts and policy as the scripted user.
+
+Its calls go through the project's model-call engine (limits, retries, the breaker) and
+are journaled under ``user:<episode id>`` at the asking step's index before they are
+used, so a rerun after a kill takes a committed reply from the journal and never asks
+the model again. A reply that cannot be used (see
+:func:`generators.phone.user.judge_user_reply`), or no reply when the endpoint gives up
+on the call, is replaced by the scripted user's answer and recorded with its reason; an
+endpoint that is down stops the round, as it does for the planner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from warehouse.contract import TaskSpec
+
+from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
+from generators.models.engine import Engine
+from generators.models.journal import ReplyJournal
+from generators.phone.user import UserAnswer, judge_user_reply, scripted_user_reply, user_prompt
+from generators.policies.model_planner import EPISODE_HEADER, TASK_HEADER
+
+USER_KEY = "user:"  # journal keys (and the test server's episode header) of the user's calls
+
+
+@dataclass(frozen=True)
+class ModelUser:
+    """Answers ask_user through ``engine``, journaled in ``journal``."""
+
+    engine: Engine
+    journal: ReplyJournal
+    max_tokens: int = 96
+    temperature: float = 0.0
+
+    async def answer(self, task: TaskSpec, episode_id: str, index: int, question: str,
+                     options: list[Any] | None = None) -> UserAnswer:
+        """The user's answer to the question asked at step ``index`` of ``episode_id``."""
+        key = USER_KEY + episode_id
+        request = ChatRequest(messages=user_prompt(task, question, options), max_tokens=self.max_tokens,
+                              temperature=self.temperature,
+                              headers={EPISODE_HEADER: key, TASK_HEADER: f"{task.family}:{task.seed}:{task.difficulty}:0"})
+        try:
+            reply = await self.engine.journaled(self.journal, key, index, request)
+        except RequestRejected as exc:
+            return UserAnswer(scripted_user_reply(task, question, options), f"request refused: {exc}")
+        except TransientFailure as exc:
+            return UserAnswer(scripted_user_reply(task, question, options), f"no reply: {exc.kind}: {exc}")
+        return judge_user_reply(task, question, reply.content or "", options)

@@ -1,0 +1,229 @@
+"""Per-step verification that re-evaluates only what a step could have changed.
+
+Gives exactly the verification of :class:`generators.phone.verifier.StepVerifier` (the
+definition, which re-runs every check over the whole state diff), from what each check reads:
+
+- a state check of one table (``state_diff``, ``untouched``) re-runs when that table's rows
+  moved since it last ran, ``allowed_changes`` when any table's did; both only on a step whose
+  state delta is not empty, as in the definition;
+- every other check reads the calls and the finish arguments, so it re-runs when a call was
+  recorded or the episode finished (calls are only ever appended);
+- the changes since the start are kept per table and re-diffed only for the tables that moved.
+
+tests/test_phone_incremental.py runs both side by side on random trajectories of every family.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from warehouse.contract import Action, Feedback, Requirement, TaskSpec, Verification
+from warehouse.ids import canonical_json
+
+from generators.phone.trusted import trusted
+from generators.phone.verifier import STATE_KINDS, STATE_TABLES, Calls, SeenCalls, check_outcome, step_label
+from generators.phone.world import Snapshot, Table, diff_table
+
+
+def calls_read(req: Requirement) -> frozenset[str] | None:
+    """The tools whose calls can change a non-state check's result (None: any call can).
+
+    Every check may also read the finish arguments; a kind not named here reads every call."""
+    p, kind = req.params, req.kind
+    try:
+        if kind in ("answer", "finish_status"):
+            return frozenset()
+        if kind in ("forbidden", "exact_call", "called"):
+            return frozenset([p["tool"]])
+        if kind == "order":
+            return frozenset(w["tool"] for w in p["sequence"])
+        if kind == "partial_order":
+            return frozenset(x["tool"] for pair in p["before"] for x in pair)
+        if kind == "asked_before":
+            return frozenset(["ask_user", p["tool"]])
+        if kind == "skill_gating":
+            return frozenset(["load_skill", *p["tools"]])
+        if kind == "handoff":
+            return frozenset(["start_subagent", "run_subagent", p.get("after")])
+        if kind == "no_fabrication":
+            return frozenset(p.get("write_tools", ()))
+    except (KeyError, TypeError, AttributeError):  # odd params: the check itself says what is wrong
+        pass
+    return None
+
+
+# kinds that, until the finish arguments exist, fail or pass without reading a call
+READ_CALLS_ONCE_FINISHED = frozenset(["claims_grounded", "no_fabrication"])
+
+
+class LazySeenCalls(SeenCalls):
+    """:class:`SeenCalls` that encodes arguments only once their tool is called a second time
+    (most calls of an episode are to a tool not called before)."""
+
+    def __init__(self) -> None:
+        self.by_tool: dict[Any, list[list[Any]]] = {}  # tool -> [[arguments, their JSON or None]]
+
+    def repeated(self, tool: str | None, arguments: Any) -> bool:
+        """Whether this call was made before; it counts as made from now on."""
+        seen = self.by_tool.get(tool)
+        if seen is None:
+            self.by_tool[tool] = [[arguments, None]]
+            return False
+        key = canonical_json(arguments)
+        for entry in seen:
+            if entry[1] is None:
+                entry[1] = canonical_json(entry[0])
+            if entry[1] == key:
+                return True
+        seen.append([arguments, key])
+        return False
+
+
+class IncrementalVerifier:
+    """Milestones reached, minefields hit, running progress and label of each step, incrementally.
+
+    ``initial`` is the snapshot the episode started from and ``tables`` the live world's tables;
+    :meth:`observe` is told which rows of which tables moved in the step (in any field)."""
+
+    def __init__(self, task: TaskSpec, initial: Snapshot, tables: dict[str, Table]):
+        self.task, self.initial, self.tables = task, initial, tables
+        reqs = self.reqs = task.requirements
+        self.ids = [r.id for r in reqs]
+        self.weights = [r.weight for r in reqs]
+        self.total = sum(r.weight for r in reqs)
+        self.hard = [i for i, r in enumerate(reqs) if r.hard]
+        self.hard_ids = {r.id for r in reqs if r.hard}
+        self.noop = {r.id for r in reqs if r.noop_passes}
+        self.state = [i for i, r in enumerate(reqs) if r.kind in STATE_KINDS]
+        self.other = [i for i, r in enumerate(reqs) if r.kind not in STATE_KINDS]
+        # which call checks a new call of a tool re-runs (before and after the finish arguments exist)
+        self.by_tool: tuple[dict[Any, list[int]], dict[Any, list[int]]] = ({}, {})
+        self.any_call: tuple[list[int], list[int]] = ([], [])
+        for i in self.other:
+            reads = calls_read(reqs[i])
+            for finished in (0, 1):
+                if not finished and reqs[i].kind in READ_CALLS_ONCE_FINISHED:
+                    continue  # reads no call until then
+                if reads is None:
+                    self.any_call[finished].append(i)
+                for tool in reads or ():
+                    self.by_tool[finished].setdefault(tool, []).append(i)
+        self.forbidden = [i for i, r in enumerate(reqs) if r.kind == "forbidden"]
+        # the one table a state check reads, or None: every table (allowed_changes)
+        self.reads = {i: None if reqs[i].kind == "allowed_changes"
+                      else STATE_TABLES.get(reqs[i].kind) or reqs[i].params.get("table") for i in self.state}
+        # the definition keeps state results by id: of state checks sharing an id, the last one's counts
+        last = {reqs[i].id: i for i in self.state}
+        self.source = {i: last[reqs[i].id] for i in self.state}
+        self.changes: dict[str, list[dict[str, Any]]] = {}  # per table, its changes since the start
+        self.entries: dict[str, dict[str, dict[str, Any]]] = {}  # the same, by table and key
+        self.stale: dict[str, set[str]] = {}  # per table, the rows moved since they were last diffed
+        self.version: dict[str, int] = {}  # per table, how many steps moved its rows
+        self.moves = 0  # steps that moved any table's rows
+        self.seen = {i: 0 for i in self.state}  # the version each state check last ran at
+        # at the start nothing has changed and nothing was called
+        self.own = [check_outcome(r, [], [], None)[0] for r in reqs]
+        self.flags = [self.own[self.source.get(i, i)] for i in range(len(reqs))]
+        self.calls_seen, self.finish_seen = 0, None
+        self.passing = {self.ids[i] for i, f in enumerate(self.flags) if f}
+        self.mines_now = self._mines()
+        self.progress = self._progress(self.mines_now)
+        self.mines: set[str] = set()
+        self.seen_calls = LazySeenCalls()
+
+    def _mines(self) -> list[str]:
+        return [self.ids[i] for i in self.forbidden if not self.flags[i]]  # a forbidden check fails on a hit
+
+    def _progress(self, mines: list[str]) -> float:
+        if not self.total:
+            return float(all(self.flags[i] for i in self.hard) and not mines)
+        return round(sum(w for w, f in zip(self.weights, self.flags, strict=True) if f) / self.total, 6)
+
+    def _changes_of(self, name: str) -> list[dict[str, Any]]:
+        """Table ``name``'s changes since the start (sorted by key), its moved rows re-diffed first."""
+        keys = self.stale.pop(name, None)
+        if keys:
+            t = self.tables[name]
+            start, now = self.initial[name], self.after[name]
+            entries = self.entries.setdefault(name, {})
+            for key in keys:  # each row's change from the start, as the whole table's diff would give it
+                a, b = start.get(key), now.get(key)
+                change = diff_table(name, {} if a is None else {key: a}, {} if b is None else {key: b},
+                                    t.incidental, t if t.unordered else None)
+                if change:
+                    entries[key] = change[0]
+                else:
+                    entries.pop(key, None)
+            if entries:
+                self.changes[name] = [entries[k] for k in sorted(entries)]
+            else:
+                self.changes.pop(name, None)
+        return self.changes.get(name, [])
+
+    def _state_checks(self, calls: Calls, finish_args: dict[str, Any] | None) -> bool:
+        changed = False
+        for i in self.state:
+            table = self.reads[i]
+            version = self.moves if table is None else self.version.get(table, 0)
+            if version == self.seen[i]:
+                continue
+            if table is None:
+                for name in list(self.stale):
+                    self._changes_of(name)
+                changes = [c for name in sorted(self.changes) for c in self.changes[name]]
+            else:
+                changes = self._changes_of(table)
+            self.own[i] = check_outcome(self.reqs[i], changes, calls, finish_args)[0]
+            self.seen[i] = version
+        for i in self.state:
+            flag = self.own[self.source[i]]
+            if flag != self.flags[i]:
+                self.flags[i], changed = flag, True
+        return changed
+
+    def _call_checks(self, calls: Calls, finish_args: dict[str, Any] | None) -> bool:
+        if finish_args is not self.finish_seen:
+            rerun: Any = self.other  # the finish arguments are read by any of them
+        else:
+            after = finish_args is not None
+            by_tool, rerun = self.by_tool[after], set(self.any_call[after])
+            for c in calls[self.calls_seen:]:
+                rerun.update(by_tool.get(c["tool"], ()))
+        self.calls_seen, self.finish_seen = len(calls), finish_args
+        changed = False
+        for i in rerun:  # the definition gives these no changes during the episode
+            flag = check_outcome(self.reqs[i], [], calls, finish_args)[0]
+            if flag != self.flags[i]:
+                self.flags[i], changed = flag, True
+        return changed
+
+    def observe(self, calls: Calls, action: Action, feedback: Feedback, finish_args: dict[str, Any] | None,
+                after: Snapshot, moved: dict[str, list[str]]) -> Verification:
+        """Verify the step just taken: ``calls`` already includes it, ``after`` is the snapshot now (kept
+        until the next step) and ``moved`` gives, per table, the rows the step changed in any field."""
+        self.after = after
+        if moved:
+            self.moves += 1
+            for name, keys in moved.items():
+                self.version[name] = self.version.get(name, 0) + 1
+                self.stale.setdefault(name, set()).update(keys)
+        changed = False
+        if feedback.state_delta:  # the definition re-runs state checks only when the state moved
+            changed = self._state_checks(calls, finish_args)
+        if len(calls) != self.calls_seen or finish_args is not self.finish_seen:
+            changed = self._call_checks(calls, finish_args) or changed
+        new_milestones: list[str] = []
+        harmful = False
+        if changed:
+            mines = self.mines_now = self._mines()
+            self.progress = self._progress(mines)
+            passing = {self.ids[i] for i, f in enumerate(self.flags) if f}
+            new_milestones = sorted(passing - self.passing - self.noop)
+            harmful = bool(self.hard_ids & (self.passing - passing))  # a hard requirement lost
+            self.passing = passing
+        new_mines = sorted(set(self.mines_now) - self.mines) if self.mines_now else []
+        if new_mines:
+            self.mines.update(new_mines)
+        label = step_label(self.seen_calls, action, feedback, new_milestones, harmful or bool(new_mines))
+        return trusted(Verification, milestones=new_milestones, minefields=new_mines, progress=self.progress,
+                       label=label)

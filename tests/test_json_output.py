@@ -1,0 +1,52 @@
+"""Every command that reads or writes data takes --json and prints one JSON document of
+the shape the README documents, and nothing else on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.curation_data import build_round
+
+
+def _json(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # the whole of stdout is one document
+
+
+def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
+    data = tmp_path / "data"
+    store, round_id = build_round(data, episodes=40, rollouts=2)
+    (task_id,) = store.duck().execute("SELECT task_id FROM tasks ORDER BY task_id LIMIT 1").fetchone()
+    env, d = cli_env(None), ["--data-dir", str(data)]
+
+    exported = _json(flywheel("export", "--verified", "--out", str(tmp_path / "out"), "--json", *d, env=env, cwd=tmp_path))
+    assert set(exported) == {"rows", "unit", "splits", "excluded", "out", "manifest"}
+    assert exported["rows"] == sum(exported["splits"].values()) > 0
+    assert json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())["excluded"] == exported["excluded"]
+
+    evaluated = _json(flywheel("eval", "--episodes", "6", "--no-progress", "--json", *d, env=env, cwd=tmp_path))
+    assert evaluated["results"] > 0 and evaluated["already"] is False and evaluated["split"] == "dev"
+    again = _json(flywheel("eval", "--episodes", "6", "--json", *d, env=env, cwd=tmp_path))
+    assert again["already"] is True and again["batch"] == evaluated["batch"]
+
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"task_id": task_id, "success": True}) + "\nnot json\n")
+    fed = _json(flywheel("feedback", str(results), "--model", "m", "--json", *d, env=env, cwd=tmp_path))
+    assert fed["imported"] == 1 and [s["where"] for s in fed["skipped"]] == ["line 2"]
+
+    convo = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps(convo) + "\n{broken\n")
+    imported = _json(flywheel("import", str(chats), "--json", *d, env=env, cwd=tmp_path))
+    assert imported["imported"] == 1 and imported["round"] and len(imported["skipped"]) == 1
+    assert imported["round"] != round_id
+
+    assert _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path)) == {"reviewers": []}
+    added = subprocess.run([flywheel_executable(), "reviewer", "add", "ana", "--role", "lead", "--password-stdin",
+                            "--json", *d], input="s3cret-pass\n", env=env, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert _json(added) == {"name": "ana", "role": "lead", "active": True}
+    listed = _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path))
+    assert listed == {"reviewers": [{"name": "ana", "role": "lead", "active": True}]}

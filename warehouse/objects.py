@@ -1,0 +1,127 @@
+"""Where the shards live: a small object-storage interface, and its local-directory implementation.
+
+The warehouse needs five things of its storage: say whether it is usable, put one whole
+object (atomically: a reader sees all of it or nothing), list and delete objects under a
+prefix (orphan removal), and hand DuckDB readable local files for recorded objects. A
+local directory does each with the file system (temporary name, fsync, rename); an
+``s3://bucket/prefix`` URL with S3's own atomic PUT (see :mod:`warehouse.s3`).
+Paths are relative and use ``/`` ("shards/episodes/r0001/s00000.parquet").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Protocol
+
+from warehouse import killpoints
+from warehouse.errors import StorageError
+from warehouse.settings import S3Settings
+
+TMP_MARK = ".tmp-"  # in the name of a local object still being written
+
+
+def data_checksum(data: bytes) -> str:
+    """The checksum a shard is recorded with (BLAKE2b, 128 bits, hex)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def is_object_url(data_dir: Path | str) -> bool:
+    """True for an ``s3://`` data directory (settings give it as a str, a local one as a Path)."""
+    return isinstance(data_dir, str) and data_dir.startswith("s3://")
+
+
+def open_objects(data_dir: Path | str, *, s3: S3Settings | None = None, local_dir: Path | None = None) -> ObjectStore:
+    """The object store of a data directory: S3 for ``s3://bucket/prefix``, else the local directory.
+    ``local_dir`` holds an S3 store's read cache (see Settings.local_root)."""
+    if is_object_url(data_dir):
+        from warehouse.s3 import S3Objects
+
+        if local_dir is None:
+            raise StorageError(f"{data_dir} needs a local directory for its read cache (set local_dir)")
+        return S3Objects(str(data_dir), s3 or S3Settings(), Path(local_dir) / "s3-cache")
+    return LocalObjects(Path(data_dir))
+
+
+class ObjectStore(Protocol):
+    """The objects of one data directory (a local directory, or a bucket and prefix)."""
+
+    location: str  # what to show a user: an absolute path, or s3://bucket/prefix
+    is_local: bool
+
+    def check(self) -> None:
+        """Raise one-line StorageError if the storage cannot be used (creating nothing, writing nothing)."""
+
+    def make(self) -> None:
+        """Create what a writer needs (a local directory; nothing in a bucket); StorageError if it cannot."""
+
+    def exists(self) -> bool:
+        """True when the data directory is there (a local directory; a reachable bucket)."""
+
+    def put(self, relpath: str, data: bytes) -> None:
+        """Store ``data`` as the object ``relpath`` whole or not at all. Passes the kill point
+        ``shard.written`` once the bytes are written and before the object is in place."""
+
+    def list(self, prefix: str) -> list[str]:
+        """Every object under ``prefix`` (relative paths), including unfinished local temporaries."""
+
+    def delete(self, relpath: str) -> None:
+        """Remove one object (no error if it is gone already)."""
+
+    def local_files(self, objects: list[tuple[str, str]]) -> list[str]:
+        """Local files DuckDB can read for ``(relpath, checksum)`` pairs, in the same order."""
+
+
+class LocalObjects:
+    """A data directory on this machine's file system."""
+
+    is_local = True
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.location = str(self.root.resolve())
+
+    def check(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(f"data directory {self.root} exists and is not a directory")
+
+    def make(self) -> None:
+        root = self.root
+        self.check()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create data directory {root}: {exc.strerror or exc}") from exc
+        if not os.access(root, os.W_OK):
+            raise StorageError(f"data directory {root} is not writable")
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def put(self, relpath: str, data: bytes) -> None:
+        final = self.root / relpath
+        tmp = final.with_name(f"{final.name}{TMP_MARK}{os.getpid()}")
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            with tmp.open("wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            killpoints.reached("shard.written")
+            os.replace(tmp, final)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
+
+    def list(self, prefix: str) -> list[str]:
+        base = self.root / prefix
+        if not base.exists():
+            return []
+        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file())
+
+    def delete(self, relpath: str) -> None:
+        (self.root / relpath).unlink(missing_ok=True)
+
+    def local_files(self, objects: list[tuple[str, str]]) -> list[str]:
+        return [str(self.root / relpath) for relpath, _ in objects]
