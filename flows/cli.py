@@ -236,6 +236,7 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -252,12 +253,13 @@ def export(
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
         result, manifest = export_release(
             store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
-            pairs=pairs.strip().lower() if pairs else None,
+            pairs=pairs.strip().lower() if pairs else None, progress=progress and not as_json,
         )
     else:
         result, manifest = run(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
+            progress=progress and not as_json,
         )
     if as_json:
         _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
