@@ -42,6 +42,8 @@ DataDirOpt = Annotated[
 StateUrlOpt = Annotated[
     str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
 ]
+CronOpt = Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")]
+TimezoneOpt = Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")]
 
 PasswordStdinOpt = Annotated[
     bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
@@ -140,8 +142,8 @@ def run(
 
 @app.command()
 def serve(
-    cron: Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")] = "0 2 * * *",
-    timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")] = "UTC",
+    cron: CronOpt = "0 2 * * *",
+    timezone: TimezoneOpt = "UTC",
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -149,8 +151,23 @@ def serve(
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
     from flows.schedule_cmd import serve_command
 
-    settings = _settings(config, data_dir, state_url)
-    serve_command(settings, config=config, cron=cron, timezone=timezone, console=out)
+    serve_command(_settings(config, data_dir, state_url), config=config, cron=cron, timezone=timezone, console=out)
+
+
+@app.command()
+def deploy(
+    pool: Annotated[str, typer.Option("--pool", help="The Prefect work pool whose workers run the rounds.")],
+    cron: CronOpt = "0 2 * * *",
+    timezone: TimezoneOpt = "UTC",
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
+    from flows.schedule_cmd import deploy_command
+
+    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config, cron=cron, timezone=timezone,
+                   console=out)
 
 
 @app.command()
