@@ -43,6 +43,7 @@ class CascadeConfig:
     cost_tolerance: float = 0.25
     review_rate: float = 0.05
     pii_kinds: tuple[str, ...] = PII_KINDS
+    workers: int = 1  # processes replay may spread over (a large round's replays only)
 
 
 @dataclass
@@ -116,7 +117,8 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     calls = timed("signatures", call_columns, st)
     sound = schema["passed"].to_numpy().copy()
     broken = set(ep["episode_id"][~sound])
-    replay = timed("replay", replay_marks, ep, st, calls["args"].tolist(), inp.tasks, broken, inp.replay)
+    replay = timed("replay", replay_marks, ep, st, calls["args"].tolist(), inp.tasks, broken, inp.replay,
+                   config.workers)
     out.append(replay)
     sound &= replay["passed"].to_numpy()
     heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)

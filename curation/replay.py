@@ -30,6 +30,10 @@ def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
                                     for kind, tool, args in actions])
 
 
+PARALLEL_FROM = 2000  # distinct replays below which worker processes cost more than they save
+CHUNK = 256  # replays a worker takes at a time
+
+
 def replay_marks(
     episodes: pd.DataFrame,
     steps: pd.DataFrame,
@@ -37,41 +41,69 @@ def replay_marks(
     tasks: Mapping[str, TaskSpec],
     skip: set[str],
     replay: ReplayFn = replay_hash,
+    workers: int = 1,
 ) -> pd.DataFrame:
-    """A ``replay`` mark per episode: match, mismatch, not_replayable or skipped."""
+    """A ``replay`` mark per episode: match, mismatch, not_replayable or skipped.
+
+    Each distinct (task, actions) replays once. With ``workers`` > 1 and at least
+    :data:`PARALLEL_FROM` distinct replays, they are spread over that many processes."""
     starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
     ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
     kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
-    memo: dict[str, str] = {}  # actions digest -> final hash, for the task being replayed
     n = len(episodes)
     mark, passed, reason = [""] * n, [False] * n, [""] * n
     detail: list[dict | None] = [None] * n
     eids, tids = episodes["episode_id"].to_numpy(), episodes["task_id"].to_numpy()
     sources, recorded_hashes = episodes["source"].to_numpy(), episodes["final_state_hash"].to_numpy()
-    current, task = None, None
-    # task by task, so each task is built once and memo and task are dropped after it
-    for i in np.argsort(tids.astype(str), kind="stable"):
-        eid, tid, recorded = eids[i], tids[i], recorded_hashes[i]
+    jobs: dict[tuple[str, str], tuple[TaskSpec, list]] = {}  # (task, actions digest) -> what to replay
+    keys: list[tuple[str, str] | None] = [None] * n
+    for i in range(n):
+        eid, tid = eids[i], tids[i]
         if sources[i] == "external":
             mark[i], passed[i], reason[i] = "not_replayable", True, "external import: no seed to rebuild its world from"
             continue
-        if tid != current:
-            current, memo = tid, {}
-            task = tasks.get(tid) if tid is not None else None
+        task = tasks.get(tid) if tid is not None else None
         if eid in skip or task is None:
             mark[i], reason[i] = "skipped", "schema check failed: nothing sound to replay"
             continue
         actions = [(kinds[j], tools[j], args[j]) for j in range(starts[i], ends[i])]
-        key = digest(actions, 24)
-        got = memo.get(key)
-        if got is None:
-            try:
-                got = memo[key] = replay(task, actions)
-            except Exception as exc:  # a replay crash is a finding about this episode, not a crash of the batch
-                got = memo[key] = f"error: {type(exc).__name__}: {exc}"
+        keys[i] = (str(tid), digest(actions, 24))
+        jobs.setdefault(keys[i], (task, actions))
+    hashes = _replayed(jobs, replay, workers)
+    for i, key in enumerate(keys):
+        if key is None:
+            continue
+        got, recorded = hashes[key], recorded_hashes[i]
         ok = got == recorded
         mark[i], passed[i] = ("match" if ok else "mismatch"), ok
         if not ok:
             reason[i] = f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}"
             detail[i] = {"replayed": got, "recorded": recorded}
     return marks_frame(episodes, CHECK, mark, passed, reason, detail)
+
+
+def _replayed(jobs: dict[tuple[str, str], tuple[TaskSpec, list]], replay: ReplayFn,
+              workers: int) -> dict[tuple[str, str], str]:
+    """The final hash (or ``error: ...``) of each job, in worker processes when it pays."""
+    keys = sorted(jobs)  # task by task: a chunk rebuilds few distinct worlds
+    work = [jobs[k] for k in keys]
+    if workers <= 1 or len(work) < PARALLEL_FROM:
+        return dict(zip(keys, _replay_chunk(work, replay), strict=True))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [work[i:i + CHUNK] for i in range(0, len(work), CHUNK)]
+    # spawned, not forked: the caller may hold threads (Prefect's, DuckDB's) a fork would copy mid-lock
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = [h for part in pool.map(_replay_chunk, chunks, [replay] * len(chunks)) for h in part]
+    return dict(zip(keys, results, strict=True))
+
+
+def _replay_chunk(work: list[tuple[TaskSpec, list]], replay: ReplayFn) -> list[str]:
+    out = []
+    for task, actions in work:
+        try:
+            out.append(replay(task, actions))
+        except Exception as exc:  # a replay crash is a finding about this episode, not a crash of the batch
+            out.append(f"error: {type(exc).__name__}: {exc}")
+    return out

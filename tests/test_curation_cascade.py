@@ -208,6 +208,29 @@ def test_replay_catches_an_edited_episode_and_skips_external_imports(curated):
     assert selection.loc[first, "mark"] in ("not_eligible", "evidence")
 
 
+def test_replay_in_worker_processes_marks_exactly_as_in_one(curated, monkeypatch):
+    """Spread over processes (in chunks smaller than a task's rollouts), replay finds the same
+    matches and the same edited episodes as in one process."""
+    from curation import replay
+    from curation.cascade import CascadeConfig
+
+    store, round_id = curated
+    inp = cascade_input(store, round_id)
+    edited = inp.episodes["episode_id"][[0, 7, len(inp.episodes) - 1]].tolist()
+    inp.episodes.loc[inp.episodes["episode_id"].isin(edited), "final_state_hash"] = "edited"
+    serial = run_cascade(inp).marks
+    monkeypatch.setattr(replay, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(replay, "CHUNK", 5)
+    parallel = run_cascade(inp, CascadeConfig(workers=2)).marks
+
+    def replayed(marks):
+        return marks[marks["check"] == "replay"].sort_values("episode_id")[["episode_id", "mark", "passed", "reason"]]
+
+    pd.testing.assert_frame_equal(replayed(serial).reset_index(drop=True), replayed(parallel).reset_index(drop=True))
+    mismatched = replayed(parallel).query("mark == 'mismatch'")["episode_id"].tolist()
+    assert sorted(mismatched) == sorted(edited)
+
+
 def test_replay_goes_on_past_a_finish_the_harness_refused():
     """A model's finish with bad arguments does not end the episode; replay must agree."""
     from datetime import datetime

@@ -18,7 +18,7 @@ from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
 from flows.model_setup import engine_for
 from flows.progress import StepProgress
-from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
 from generators.models.blocking import BlockingEngine, EngineJudge
 from warehouse import killpoints, state
 from warehouse.errors import ConfigError
@@ -37,6 +37,7 @@ def cascade_config(settings: Settings | None) -> CascadeConfig:
         cost_tolerance=c.cost_tolerance,
         review_rate=c.review_sample_rate,
         pii_kinds=tuple(c.pii_kinds),
+        workers=workers(settings),
     )
 
 
