@@ -16,9 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from curation.marking import marks_frame
+from curation.marking import marks_frame, reference_demonstrations
 from generators.phone.tools import TOOLS
-from warehouse.contract import REFERENCE_POLICY
 from warehouse.ids import digest
 
 CHECK = "routing"
@@ -74,8 +73,7 @@ def routing_marks(
         "failure curriculum: the model fails this family at the lowest level": (
             episodes["family"].isin(list(curriculum_families)).to_numpy()
         ),
-        REFERENCE_REASON: (episodes["policy"] == REFERENCE_POLICY).to_numpy() if "policy" in episodes
-        else np.zeros(len(eids), dtype=bool),
+        REFERENCE_REASON: reference_demonstrations(episodes),
     }
     for text, mask in rules.items():
         for i in np.flatnonzero(mask):
