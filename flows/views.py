@@ -330,6 +330,8 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
     for m in data["mix"]:
         table.add_row(m["family"], f"{m['share']:.0%}", str(m["episodes"]), str(m["difficulty"]), m["reason"])
     console.print(table)
+    for fam, d in sorted((data.get("demonstrations") or {}).items()):
+        console.print(f"[blue]{fam}[/]: {d['reason']}", highlight=False)
     for line in data.get("reports", []):
         console.print(f"[yellow]report[/] {line}", highlight=False)
 

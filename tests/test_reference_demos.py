@@ -185,3 +185,21 @@ def test_a_reference_demonstration_reaches_sft_only_when_approved(world, tmp_pat
     assert unreviewed not in exported  # verified, yet nobody approved it: --verified is not enough
     assert manifest["excluded"]["reference_unapproved"] >= 1
     assert REFERENCE_POLICY in manifest["lineage"]["policies"]
+
+
+def test_people_see_the_marker_in_the_queue_the_episode_page_and_label_studio(world):
+    from review_app import accounts, episode, queue
+    from review_app.label_studio.tasks import task_payload
+
+    _, store, rid, _, extra_id = world
+    refs = {e[0] for e in _episodes(store, rid, "") if e[3] == REFERENCE_POLICY}
+    rows = queue.queue_page(store, accounts.User("cy", "reviewer"), queue.QueueFilter(status="any"), limit=100).rows
+    assert {r["episode_id"] for r in rows if r["reference"]} == refs
+    assert all(r["routed"] for r in rows if r["reference"])  # they lead the queue with the routed episodes
+    ref_view = episode.load_episode(store, sorted(refs)[0], rid)
+    assert episode.is_reference(ref_view.episode)
+    payload = task_payload(ref_view)["data"]
+    assert payload["reference_demonstration"] is True and "Reference demonstration" in payload["html"]
+    other = next(r["episode_id"] for r in rows if not r["reference"])
+    plain = task_payload(episode.load_episode(store, other, rid))["data"]
+    assert "reference_demonstration" not in plain and "Reference demonstration" not in plain["html"]
