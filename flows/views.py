@@ -269,9 +269,10 @@ def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
 
 
 def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:
-    n, ok = summary["episodes"], summary["successes"]
+    n, ok, ref = summary["episodes"], summary["successes"], summary.get("reference_demonstrations", 0)
     verb = "Resumed and finished" if summary["resumed"] else "Finished"
-    console.print(f"[bold green]{verb} round {summary['round_id']}[/]: {n} episodes, {ok} verified successes, {n - ok} failures")
+    console.print(f"[bold green]{verb} round {summary['round_id']}[/]: {n} episodes, {ok} verified successes, "
+                  f"{n - ref - ok} failures" + (f", {ref} reference demonstrations (not the model's)" if ref else ""))
     if summary["shards_skipped"]:
         console.print(f"  {summary['shards_skipped']} shard(s) were already committed and were kept as they were")
     if summary["orphans_removed"]:
