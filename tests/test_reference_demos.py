@@ -13,6 +13,7 @@ from flows import stages
 from flows.export_cmd import export
 from flows.feedback_cmd import import_feedback
 from flows.planning import plan_view
+from flows.round import round_counts
 from flows.stages.collect import collect_records, commit_records
 from flows.views import status_rows
 from generators.competence import competence_table
@@ -150,6 +151,9 @@ def test_reference_demonstrations_are_not_the_models_success_or_competence(world
     assert row["episodes"] == len(episodes) and row["reference_demonstrations"] == len(refs)
     assert row["successes"] == sum(bool(e[4]) for e in model)
     assert row["families"]["F03"]["episodes"] == sum(1 for e in model if e[2] == "F03")
+    counts = round_counts(store, rid)  # what `flywheel run` prints at the end
+    assert (counts["episodes"], counts["successes"], counts["reference_demonstrations"]) == \
+        (row["episodes"], row["successes"], len(refs))
     # a trainer's results on the demonstrated tasks are skipped: the model was shown their solution
     path = tmp_path / "results.jsonl"
     tasks = sorted({e[1] for e in episodes})
