@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ class Tally:
     masks: Counter = field(default_factory=Counter)
     inferred: Counter = field(default_factory=Counter)  # tool -> exported episodes whose schema of it was inferred
     failures: Counter = field(default_factory=Counter)  # failed episodes seen, by "side:category"
+    on_episode: Callable[[], None] | None = None  # called once per episode read (a progress bar)
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1
@@ -60,8 +61,10 @@ class Tally:
             self.name_approved(ep, reason, problem)
 
     def count_failure(self, ep: Mapping[str, Any]) -> None:
-        """Count why ``ep`` failed ("side:category"), if it did (a reference demonstration's
-        failure is no failure of the model's)."""
+        """Count one episode read (every format reads each once) and why it failed ("side:category"), if it did
+        (a reference demonstration's failure is no failure of the model's)."""
+        if self.on_episode is not None:
+            self.on_episode()
         if ep.get("failure_side") and not is_reference(ep):
             self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
 

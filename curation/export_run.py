@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -192,14 +192,15 @@ def run_export(
     scrubber: Scrubber | None,
     pairs: str = "episode",
     extra: dict[str, Any] | None = None,
+    on_episode: Callable[[], None] | None = None,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Write one export of ``rounds`` in ``fmt``; returns the result and the manifest
     (``extra`` is added to the manifest, e.g. the release it exports). ``pairs`` (dpo):
-    episode, step or both."""
+    episode, step or both. ``on_episode`` is called once per episode read."""
     if pairs not in LEVELS:
         raise ValueError(f"unknown pair level {pairs!r}")
     name, kind, unit = FORMATS[fmt]
-    tally = Tally()
+    tally = Tally(on_episode=on_episode)
     started = datetime.now(UTC).isoformat()
     writer = ExportWriter(out_dir, name, kind, hf.SCHEMA if kind == "parquet" else None)
     with writer:

@@ -92,6 +92,12 @@ def episode_rows(con: duckdb.DuckDBPyConnection, round_ids: list[str], batch: in
     return _rows(con, episode_sql(round_ids, has_column(con, "tasks", "tool_schemas")), round_ids, batch)
 
 
+def episode_count(con: duckdb.DuckDBPyConnection, round_ids: list[str]) -> int:
+    """How many episodes :func:`episode_rows` yields for ``round_ids``."""
+    sql = f"SELECT count(*) FROM episodes e WHERE {_ROUNDS_FILTER}"
+    return con.cursor().execute(sql, {"rounds": list(round_ids)}).fetchone()[0]
+
+
 def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     """Whether ``table``'s view has ``column`` (shards of older schema versions lack newer columns)."""
     try:

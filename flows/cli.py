@@ -42,6 +42,8 @@ DataDirOpt = Annotated[
 StateUrlOpt = Annotated[
     str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
 ]
+CronOpt = Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")]
+TimezoneOpt = Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")]
 
 PasswordStdinOpt = Annotated[
     bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
@@ -140,8 +142,8 @@ def run(
 
 @app.command()
 def serve(
-    cron: Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")] = "0 2 * * *",
-    timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")] = "UTC",
+    cron: CronOpt = "0 2 * * *",
+    timezone: TimezoneOpt = "UTC",
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -149,8 +151,23 @@ def serve(
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
     from flows.schedule_cmd import serve_command
 
-    settings = _settings(config, data_dir, state_url)
-    serve_command(settings, config=config, cron=cron, timezone=timezone, console=out)
+    serve_command(_settings(config, data_dir, state_url), config=config, cron=cron, timezone=timezone, console=out)
+
+
+@app.command()
+def deploy(
+    pool: Annotated[str, typer.Option("--pool", help="The Prefect work pool whose workers run the rounds.")],
+    cron: CronOpt = "0 2 * * *",
+    timezone: TimezoneOpt = "UTC",
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
+    from flows.schedule_cmd import deploy_command
+
+    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config, cron=cron, timezone=timezone,
+                   console=out)
 
 
 @app.command()
@@ -236,6 +253,7 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -252,12 +270,13 @@ def export(
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
         result, manifest = export_release(
             store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
-            pairs=pairs.strip().lower() if pairs else None,
+            pairs=pairs.strip().lower() if pairs else None, progress=progress and not as_json,
         )
     else:
         result, manifest = run(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
+            progress=progress and not as_json,
         )
     if as_json:
         _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],

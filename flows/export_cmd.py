@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from curation.export_run import FORMATS, run_export
+from curation.export_source import episode_count
 from curation.exporter import ExportResult
 from curation.formats.dpo import LEVELS
 from curation.pii import Scrubber
+from flows.progress import StepProgress
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
 from warehouse import state
@@ -30,6 +32,7 @@ def export(
     decisions: Mapping[str, Any] | None = None,
     release: dict[str, Any] | None = None,
     pairs: str | None = None,
+    progress: bool = False,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Write one export of ``fmt`` (see :data:`curation.export_run.FORMATS`) into ``out_dir``.
 
@@ -37,7 +40,8 @@ def export(
     configured overlap (a partial or disputed episode is not approved). ``decisions``
     (episode id -> object with ``decision``, ``reviewer``, ``first_wrong_step``) replaces
     them, as a release does with those as of its approval; ``release`` goes into the manifest.
-    ``pairs`` (dpo only): episode, step or both (default episode)."""
+    ``pairs`` (dpo only): episode, step or both (default episode). ``progress`` shows a bar
+    over the episodes read on stderr."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if pairs is not None and fmt != "dpo":
@@ -61,10 +65,11 @@ def export(
     # exports sort by (task, episode) in DuckDB; an in-memory connection may spill the sort here
     spill = store.spill_dir().as_posix().replace("'", "''")
     con.execute(f"SET temp_directory = '{spill}'")
-    return run_export(
-        con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
-        pairs=pairs or "episode", extra={"release": release} if release else None,
-    )
+    with StepProgress(enabled=progress, total=episode_count(con, rounds), label=f"exporting {fmt}", unit="episodes") as bar:
+        return run_export(
+            con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
+            pairs=pairs or "episode", extra={"release": release} if release else None, on_episode=bar.advance,
+        )
 
 
 def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None):
@@ -74,7 +79,7 @@ def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, r
 
 def export_release(
     store: Store, out_dir: Path, release_id: str, *, fmt: str = "openai", scrub: bool = True,
-    settings: Settings | None = None, pairs: str | None = None,
+    settings: Settings | None = None, pairs: str | None = None, progress: bool = False,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Export exactly the episodes of an approved release (or refuse, in one line)."""
     from review_app.release import get_approved_release, release_decisions, release_episode_ids
@@ -88,5 +93,5 @@ def export_release(
     }
     return export(
         store, out_dir, fmt=fmt, include_verified=False, round_ids=list(rel.round_ids), scrub=scrub,
-        settings=settings, decisions=release_decisions(store, rel), release=info, pairs=pairs,
+        settings=settings, decisions=release_decisions(store, rel), release=info, pairs=pairs, progress=progress,
     )

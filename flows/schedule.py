@@ -1,12 +1,16 @@
-"""The nightly deployment: a scheduled round served by a Prefect runner.
+"""The nightly deployment: a scheduled round, served here or run by a work pool's workers.
 
 ``flywheel serve --cron "0 2 * * *"`` registers the deployment with the Prefect
-server at PREFECT_API_URL and runs each scheduled round as it comes due; the Prefect
-UI shows the runs. Parameters are plain strings so the server can store them.
+server at PREFECT_API_URL and runs each scheduled round as it comes due in this process.
+``flywheel deploy --pool NAME`` registers it to a Prefect work pool instead: any machine
+with the project installed runs it with ``prefect worker start --pool NAME``. The
+Prefect UI shows the runs either way. Parameters are plain strings so the server can
+store them, and never hold a password (the UI shows them).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,10 @@ DEPLOYMENT_NAME = "nightly"
 @flow(name="flywheel-scheduled-round", log_prints=False, persist_result=False)
 def scheduled_round(data_dir: str, state_url: str | None = None, config: str | None = None) -> dict[str, Any]:
     """One round with the settings found at run time (so edits to flywheel.toml apply
-    to the next night without re-deploying)."""
+    to the next night without re-deploying). ``state_url`` (a work pool's deployment: the
+    URL without its password) gives way to FLYWHEEL_STATE_URL where the worker sets it."""
+    if os.environ.get("FLYWHEEL_STATE_URL"):
+        state_url = None  # the worker's own, password and all
     settings = load_settings(Path(config) if config else None, data_dir=data_dir, state_url=state_url)
     episodes, why = nightly_episodes(Store.from_settings(settings), settings)
     logger = get_run_logger()
@@ -42,23 +49,51 @@ def serve_nightly(*, data_dir: str, state_url: str | None, config: Path | None, 
     The state URL may hold a password, and a deployment's parameters are shown in the Prefect
     UI: it reaches the runs through FLYWHEEL_STATE_URL in the environment they inherit, never
     as a parameter."""
-    import os
+    if state_url:
+        os.environ["FLYWHEEL_STATE_URL"] = state_url
+    scheduled_round.serve(**_deployment(data_dir=data_dir, config=config, cron=cron, timezone=timezone),
+                          print_starting_message=False)
 
+
+def deploy_nightly(*, pool: str, data_dir: str, state_url: str | None, config: Path | None, cron: str,
+                   timezone: str) -> None:
+    """Register the deployment to the work pool ``pool``; its workers run the rounds.
+
+    Workers load the flow by module path from the installed project and read the config
+    file at the same path. The state URL is stored without its password: a worker gets
+    that from PGPASSWORD or ~/.pgpass (libpq's own), or sets FLYWHEEL_STATE_URL whole."""
+    deployment = scheduled_round.to_deployment(**_deployment(data_dir=data_dir, config=config, cron=cron,
+                                                             timezone=timezone))
+    deployment.parameters["state_url"] = url_without_password(state_url) if state_url else None
+    deployment.apply(work_pool_name=pool)
+
+
+def url_without_password(url: str) -> str:
+    """``url`` with its password left out (a database URL; anything else as it is)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    # URL.set(password=None) keeps the password (None means "unchanged" there)
+    return parsed._replace(password=None).render_as_string(hide_password=False) if parsed.password else url
+
+
+def _deployment(*, data_dir: str, config: Path | None, cron: str, timezone: str) -> dict[str, Any]:
+    """What the served and the pooled deployment share: name, schedule, parameters, description."""
     from prefect.client.schemas.schedules import CronSchedule
     from prefect.deployments.runner import EntrypointType
 
-    if state_url:
-        os.environ["FLYWHEEL_STATE_URL"] = state_url
-
-    scheduled_round.serve(
-        name=DEPLOYMENT_NAME,
-        schedules=[CronSchedule(cron=cron, timezone=timezone)],
-        parameters={
+    return {
+        "name": DEPLOYMENT_NAME,
+        "schedules": [CronSchedule(cron=cron, timezone=timezone)],
+        "parameters": {
             "data_dir": data_dir,  # an absolute path, or s3://bucket/prefix
             "config": str(config.resolve()) if config else None,
         },
-        description="A nightly agent-flywheel round: plan, write tasks, collect, stage, curate.",
-        tags=["agent-flywheel"],
-        print_starting_message=False,
-        entrypoint_type=EntrypointType.MODULE_PATH,
-    )
+        "description": "A nightly agent-flywheel round: plan, write tasks, collect, stage, curate.",
+        "tags": ["agent-flywheel"],
+        "entrypoint_type": EntrypointType.MODULE_PATH,
+    }

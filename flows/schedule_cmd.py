@@ -36,11 +36,13 @@ def check_server(api: str) -> None:
     raise ConfigError(f"the Prefect server at PREFECT_API_URL={api} is not healthy")
 
 
-def serve_command(settings: Settings, *, config: Path | None, cron: str, timezone: str, console: Console) -> None:
+def _ready(settings: Settings, *, command: str, cron: str, timezone: str) -> None:
+    """What serving and deploying both need: a healthy Prefect server, a usable data
+    directory and state database, and a schedule Prefect accepts (one line if not)."""
     api = os.environ.get("PREFECT_API_URL")
     if not api:
         raise ConfigError(
-            "flywheel serve needs a Prefect server: start one with 'prefect server start' "
+            f"flywheel {command} needs a Prefect server: start one with 'prefect server start' "
             "and set PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
     check_server(api)
@@ -49,6 +51,10 @@ def serve_command(settings: Settings, *, config: Path | None, cron: str, timezon
 
     configure_prefect(settings.local_root())
     check_schedule(cron, timezone)
+
+
+def serve_command(settings: Settings, *, config: Path | None, cron: str, timezone: str, console: Console) -> None:
+    _ready(settings, command="serve", cron=cron, timezone=timezone)
     from flows.schedule import DEPLOYMENT_NAME, serve_nightly
 
     console.print(
@@ -56,3 +62,38 @@ def serve_command(settings: Settings, *, config: Path | None, cron: str, timezon
         f"data in {settings.data_location()}. Ctrl+C to stop."
     )
     serve_nightly(data_dir=settings.data_location(), state_url=settings.state_url, config=config, cron=cron, timezone=timezone)
+
+
+def deploy_command(settings: Settings, *, pool: str, config: Path | None, cron: str, timezone: str,
+                   console: Console) -> None:
+    """Register the nightly round to the work pool ``pool`` (a process pool is created if
+    there is none of that name) and say how to start its workers."""
+    if not pool.strip():
+        raise ConfigError("--pool needs the name of a Prefect work pool")
+    _ready(settings, command="deploy", cron=cron, timezone=timezone)
+    from flows.schedule import DEPLOYMENT_NAME, deploy_nightly
+
+    created = ensure_work_pool(pool)
+    deploy_nightly(pool=pool, data_dir=settings.data_location(), state_url=settings.state_url, config=config,
+                   cron=cron, timezone=timezone)
+    made = " (a new process pool)" if created else ""
+    console.print(
+        f"Deployed flywheel-scheduled-round/{DEPLOYMENT_NAME} to work pool '{pool}'{made} on '{cron}' ({timezone}); "
+        f"data in {settings.data_location()}.\nStart a worker on each machine that should run rounds "
+        f"(the project installed, the same config path): prefect worker start --pool '{pool}'"
+    )
+
+
+def ensure_work_pool(name: str) -> bool:
+    """Create a process work pool ``name`` unless one exists (of any type); True if created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(name)
+            return False
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(name=name, type="process"))
+            return True

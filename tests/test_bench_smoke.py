@@ -79,6 +79,19 @@ def test_bench_round_quick_prints_both_runners_and_their_ratio():
     assert ratio.split()[4] == rows[1][5]
 
 
+def test_bench_model_round_quick_counts_the_rounds_calls_at_the_server_beside_a_plain_loop():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_model_round.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    head = lines[0].split()
+    assert head[:5] == ["model", "round", "of", "40", "episodes,"] and int(head[5]) >= 40  # a call or more each
+    plain = float(next(line for line in lines if line.startswith("plain asyncio loop")).split()[5])
+    round_rate = float(next(line for line in lines if line.startswith("the round (first")).split()[6])
+    ratio = next(line for line in lines if line.startswith("ratio round / plain loop: ")).split()[5]
+    assert plain > 0 and round_rate > 0 and abs(float(ratio) - round_rate / plain) < 0.01  # rates print to 0.1
+
+
 def test_bench_s3_quick_reads_a_bucket_three_ways_with_one_answer():
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_s3.py"), "--quick"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)

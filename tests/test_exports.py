@@ -203,3 +203,18 @@ def test_a_new_export_removes_temporaries_a_killed_one_left(tmp_path):
         writer.finish({"format": "openai"})
     assert not dead.exists()
     assert (out / "openai-chat.train.jsonl").read_text().strip() == '{"x": 1}'
+
+
+def test_every_format_reads_each_episode_once_for_its_progress_bar(curated, tmp_path):
+    from curation.export_run import FORMATS, run_export
+    from curation.export_source import episode_count
+
+    store, round_id = curated
+    con = store.duck([round_id])
+    episodes = store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0]
+    assert episode_count(con, [round_id]) == episodes
+    for fmt in FORMATS:
+        ticks = []
+        run_export(con, fmt, tmp_path / fmt, rounds=[round_id], decisions={}, include_verified=True, scrubber=None,
+                   on_episode=lambda: ticks.append(1))
+        assert len(ticks) == episodes, fmt

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -163,18 +164,13 @@ def test_first_run_on_a_fresh_machine_is_quiet(tmp_path):
     assert (tmp_path / "flywheel-data" / "prefect").is_dir()
 
 
-def test_a_round_in_a_new_users_terminal_shows_no_telemetry_notice(tmp_path, prefect_server):
-    """In an interactive terminal outside CI, Prefect's client would print its telemetry notice on
-    first import and queue usage events for its servers (DO_NOT_TRACK, set by the command, stops
-    both); the terminal shows only our own summary."""
+def _in_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """Run ``flywheel ARGS`` in a pseudo-terminal (as in a user's shell); all it showed."""
     import pty
 
-    from prefect._internal.analytics.ci_detection import CI_ENV_VARS
-
-    env = {k: v for k, v in cli_env(prefect_server).items() if k not in CI_ENV_VARS and k != "DO_NOT_TRACK"}
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([flywheel_executable(), "run", "--episodes", "2", "--families", "F01", "--no-progress"],
-                            env=env, cwd=tmp_path, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen([flywheel_executable(), *args], env=env, cwd=cwd, stdout=follower, stderr=follower,
+                            stdin=subprocess.DEVNULL)
     os.close(follower)
     seen = b""
     while True:
@@ -186,10 +182,25 @@ def test_a_round_in_a_new_users_terminal_shows_no_telemetry_notice(tmp_path, pre
             break
         seen += chunk
     os.close(leader)
-    assert proc.wait(timeout=300) == 0, seen.decode(errors="replace")
     text = seen.decode(errors="replace")
+    assert proc.wait(timeout=300) == 0, text
+    return text
+
+
+def test_a_round_and_an_export_in_a_new_users_terminal_show_progress_and_no_telemetry_notice(tmp_path, prefect_server):
+    """In an interactive terminal outside CI, Prefect's client would print its telemetry notice on
+    first import and queue usage events for its servers (DO_NOT_TRACK, set by the command, stops
+    both); the terminal shows our progress bars (collection, curation, export) and summaries."""
+    from prefect._internal.analytics.ci_detection import CI_ENV_VARS
+
+    env = {k: v for k, v in cli_env(prefect_server).items() if k not in CI_ENV_VARS and k != "DO_NOT_TRACK"}
+    text = _in_a_terminal(["run", "--episodes", "6", "--families", "F01"], env, tmp_path)
     assert "Finished round r0001" in text
     assert "telemetry" not in text.lower() and "anonymous usage" not in text.lower(), text
+    assert "r0001 collecting" in text and "r0001 curating" in text, text
+    shown = _in_a_terminal(["export", "--verified", "--out", str(tmp_path / "out")], env, tmp_path)
+    assert "exporting openai" in shown and "6/6" in shown and "episodes" in shown, shown
+    assert "Exported" in shown
 
 
 def test_a_temporary_prefect_server_that_does_not_start_is_one_line_and_nothing_is_written(tmp_path):

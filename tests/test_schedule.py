@@ -4,9 +4,12 @@ and a run of it produces a complete round."""
 from __future__ import annotations
 
 import json
+import sys
+import uuid
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +102,49 @@ def test_serve_without_a_prefect_server_is_one_line(tmp_path):
     bad = flywheel("serve", env=cli_env("http://127.0.0.1:1/api"), cwd=tmp_path)
     assert bad.returncode == 1 and "cannot reach the Prefect server" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_deploy_puts_the_nightly_round_in_a_work_pool_whose_worker_runs_it(tmp_path, prefect_server,
+                                                                            fresh_postgres_url):
+    secret = "pw-for-no-ui-5150"  # trust auth here: the server ignores it, the UI must never show it
+    url = fresh_postgres_url.replace("postgres@", f"postgres:{secret}@", 1)
+    (tmp_path / "flywheel.toml").write_text("[round]\nepisodes = 8\nrollouts = 2\n")
+    pool = f"flywheel-{uuid.uuid4().hex[:8]}"
+    deployed = flywheel("deploy", "--pool", pool, "--cron", "0 4 * * *", "--config", str(tmp_path / "flywheel.toml"),
+                        env=cli_env(prefect_server, FLYWHEEL_STATE_URL=url), cwd=tmp_path)
+    assert deployed.returncode == 0, deployed.stderr
+    assert f"prefect worker start --pool '{pool}'" in deployed.stdout and "a new process pool" in deployed.stdout
+    found = _api(prefect_server, "/deployments/filter", {"work_pools": {"name": {"any_": [pool]}}})
+    assert len(found) == 1
+    dep = found[0]
+    assert [s["schedule"]["cron"] for s in dep["schedules"]] == ["0 4 * * *"]
+    assert secret not in json.dumps(dep), {k: v for k, v in dep.items() if secret in json.dumps(v)}
+    assert dep["parameters"]["state_url"] == fresh_postgres_url  # the password left out, nothing else
+    run = _api(prefect_server, f"/deployments/{dep['id']}/create_flow_run", {})
+    # a worker on another machine: the project installed, no FLYWHEEL_* set, its own working directory
+    elsewhere = tmp_path / "worker"
+    elsewhere.mkdir()
+    worker = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
+    with running(worker, env=cli_env(prefect_server), cwd=elsewhere) as proc:
+
+        def finished():
+            alive(proc)
+            state = _api(prefect_server, f"/flow_runs/{run['id']}")["state"]["type"]
+            assert state not in ("FAILED", "CRASHED", "CANCELLED"), state
+            return state == "COMPLETED"
+
+        wait_for("the pool's round", finished, timeout=300)
+    store = Store(tmp_path / "flywheel-data", fresh_postgres_url)
+    assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 8
+    again = flywheel("deploy", "--pool", pool, "--config", str(tmp_path / "flywheel.toml"),
+                     env=cli_env(prefect_server, FLYWHEEL_STATE_URL=url), cwd=tmp_path)
+    assert again.returncode == 0 and "a new process pool" not in again.stdout  # redeploying updates, in place
+    assert len(_api(prefect_server, "/deployments/filter", {"work_pools": {"name": {"any_": [pool]}}})) == 1
+
+
+def test_deploy_without_a_pool_name_or_a_prefect_server_is_one_line(tmp_path):
+    empty = flywheel("deploy", "--pool", " ", env=cli_env("http://127.0.0.1:1/api"), cwd=tmp_path)
+    assert empty.returncode == 1 and empty.stderr.strip() == "error: --pool needs the name of a Prefect work pool"
+    down = flywheel("deploy", "--pool", "night", env=cli_env("http://127.0.0.1:1/api"), cwd=tmp_path)
+    assert down.returncode == 1 and "cannot reach the Prefect server" in down.stderr
+    assert len(down.stderr.strip().splitlines()) == 1

@@ -1,0 +1,119 @@
+"""A model round through the real flow against a plain asyncio loop, calls per second side by side.
+
+    python bench/bench_model_round.py            # 600 episodes at concurrency 128 (target: ratio >= 1.5)
+    python bench/bench_model_round.py --quick    # 40 episodes, a smoke run
+
+The local OpenAI-compatible test server (its own process, 100 ms latency; 20 in --quick)
+answers both. The round is `flywheel run --policy openai` in this process: plan, tasks,
+shards in parallel (`round.workers`, threads, one shared limiter), the planner's tool
+loop in the phone, staging, curation. Its calls per second are counted at the server,
+from its first request to its last (so Prefect's start and curation are not in the
+figure). The plain loop sends the same number of calls, one fixed F01 request, at the
+same concurrency through the raw ``openai`` client with a semaphore: what a careful person
+writes by hand, and CPU-bound near 200 calls per second on one core here. The machine is
+shared, so the ratio, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_engine import MODEL, _request, measure, plain_loop  # noqa: E402
+
+
+class RequestClock:
+    """Polls the test server's request counter: when the first and the last request came."""
+
+    def __init__(self, root: str) -> None:
+        self._url = f"{root}/stats"
+        self.first: tuple[float, int] | None = None
+        self.last: tuple[float, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _count(self) -> int:
+        with urllib.request.urlopen(self._url, timeout=10) as resp:
+            return int(json.loads(resp.read())["requests"])
+
+    def _poll(self) -> None:
+        base = self._count()
+        seen = base
+        while not self._stop.is_set():
+            now, n = time.perf_counter(), self._count() - base
+            if n and self.first is None:
+                self.first = (now, n)
+            if n != seen:
+                self.last, seen = (now, n), n
+            time.sleep(0.05)
+
+    def __enter__(self) -> RequestClock:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def calls_per_second(self) -> tuple[int, float]:
+        """(requests counted, requests per second between the first poll that saw one and the last)."""
+        assert self.first and self.last and self.last[0] > self.first[0], "the round sent too few requests to time"
+        return self.last[1], (self.last[1] - self.first[1]) / (self.last[0] - self.first[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=600)
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--quick", action="store_true", help="40 episodes, 20 ms latency")
+    args = parser.parse_args()
+    episodes = 40 if args.quick else args.episodes
+    latency = 20.0 if args.quick else 100.0
+    root = Path(tempfile.mkdtemp(prefix="bench-model-round-"))
+
+    from flows.prefect_env import configure_prefect
+
+    configure_prefect(root / "home")
+    from flows.round import round_flow
+    from generators.modelserver import FaultConfig, serve_in_process
+    from tests.conftest import single_session_families
+    from warehouse.settings import load_settings
+
+    with serve_in_process(FaultConfig(latency_ms=latency)) as server:
+        def settings(name: str, n: int):
+            return load_settings(None, data_dir=root / name, policy="openai",
+                                 openai={"base_url": server.base_url, "model": MODEL,
+                                         "concurrency": args.concurrency, "timeout_s": 300},
+                                 round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
+                                        "shard_size": max(10, n // (2 * args.workers)),
+                                        "families": json.loads(single_session_families())})
+
+        round_flow(settings("warmup", 4), show_progress=False)  # the Prefect server's start is not timed
+        t0 = time.perf_counter()
+        with RequestClock(server.base_url.removesuffix("/v1")) as clock:
+            summary = round_flow(settings("round", episodes), show_progress=False)
+        wall = time.perf_counter() - t0
+        calls, round_rate = clock.calls_per_second()
+        plain_rate, plain_cpu = measure(plain_loop, server.base_url, _request(), args.concurrency, calls)
+    print(f"model round of {summary['episodes']} episodes, {calls} model calls, concurrency {args.concurrency}, "
+          f"{summary['workers']} workers ({summary['runner']}), server latency {latency:g} ms; "
+          f"the whole round {wall:.1f} s")
+    print(f"{'':<34} {'calls/s':>8}")
+    print(f"{'plain asyncio loop (raw openai)':<34} {plain_rate:>8.1f}   ({plain_cpu:.2f} ms CPU per call)")
+    print(f"{'the round (first to last call)':<34} {round_rate:>8.1f}")
+    print(f"ratio round / plain loop: {round_rate / plain_rate:.2f} (target >= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
