@@ -4,7 +4,8 @@ Cost = steps + tool calls + tokens / 1000. Every successful, sound, non-duplicat
 rollout within ``tolerance`` of its task's cheapest is ``preferred``; costlier ones are
 ``alternative`` (kept, and the costlier side of a preference pair); failures are
 ``evidence`` (negatives for preference pairs, and the failure triage). Nothing is
-dropped here.
+dropped here. A task's reference demonstrations are compared only among themselves: the
+reference solution is no yardstick for the model's own rollouts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from curation.marking import marks_frame
+from curation.marking import marks_frame, reference_demonstrations
 
 CHECK = "selection"
 
@@ -28,7 +29,8 @@ def selection_marks(episodes: pd.DataFrame, eligible: np.ndarray, tolerance: flo
     cost = rollout_cost(episodes)
     success = episodes["success"].fillna(False).to_numpy(dtype=bool)
     candidate = eligible & success
-    frame = pd.DataFrame({"task": episodes["task_id"].to_numpy(), "cost": np.where(candidate, cost, np.inf)})
+    group = episodes["task_id"].astype(str).to_numpy() + np.where(reference_demonstrations(episodes), "\x00ref", "")
+    frame = pd.DataFrame({"task": group, "cost": np.where(candidate, cost, np.inf)})
     cheapest = frame.groupby("task")["cost"].transform("min").to_numpy()
     preferred = candidate & (cost <= cheapest * (1.0 + tolerance) + 1e-9)
     unknown = episodes["success"].isna().to_numpy()  # no reward reported: neither a success nor evidence of failure

@@ -13,7 +13,7 @@ from curation.export_source import masked_steps
 from curation.formats.openai_chat import chat_turns
 from curation.formats.views import step_from_row
 from curation.masks import review_mask
-from curation.selection import Decision, problem_text
+from curation.selection import Decision, is_reference, problem_text
 from generators.phone import openai_tool_schemas
 from generators.phone.tools import META_SCHEMAS, TOOLS
 
@@ -61,10 +61,11 @@ class Tally:
             self.name_approved(ep, reason, problem)
 
     def count_failure(self, ep: Mapping[str, Any]) -> None:
-        """Count one episode read (every format reads each once) and why it failed ("side:category"), if it did."""
+        """Count one episode read (every format reads each once) and why it failed ("side:category"), if it did
+        (a reference demonstration's failure is no failure of the model's)."""
         if self.on_episode is not None:
             self.on_episode()
-        if ep.get("failure_side"):
+        if ep.get("failure_side") and not is_reference(ep):
             self.failures[f"{ep['failure_side']}:{ep.get('failure_category') or 'unclassified'}"] += 1
 
     def admit(self, ep: Mapping[str, Any], review: Decision | None, why: str | None) -> bool:

@@ -12,11 +12,14 @@ from typing import Any
 
 import duckdb
 
+from warehouse.contract import REFERENCE_POLICY
+
 _MARK_CHECKS = ("schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "routing", "verified")
 
 
 # The rounds are a query parameter (``$rounds``), never spliced into the SQL text.
 _ROUNDS_FILTER = "e.round_id IN (SELECT unnest($rounds::VARCHAR[]))"
+MODEL_ATTEMPT = f"e.policy <> '{REFERENCE_POLICY}'"  # SQL: an attempt of the model, not a reference demonstration
 
 
 def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool = False) -> str:
@@ -112,13 +115,17 @@ def masked_steps(ep: dict[str, Any]) -> set[int]:
 
 
 def task_sql(round_ids: list[str]) -> str:
-    """One row per task of the rounds with the group statistics of its rollouts."""
+    """One row per task of the rounds with the group statistics of the model's rollouts (reference
+    demonstrations are counted apart: they are not the model's attempts)."""
     return f"""
-        SELECT t.*, g.rollouts, g.successes, g.mean_progress, g.policies, g.rounds
+        SELECT t.*, g.rollouts, g.successes, g.mean_progress, g.reference_demonstrations, g.policies, g.rounds
         FROM (SELECT DISTINCT ON (task_id) * FROM tasks) t
         JOIN (
-            SELECT e.task_id, count(*) AS rollouts, count(*) FILTER (WHERE o.success) AS successes,
-                   avg(o.progress) AS mean_progress, list(DISTINCT e.policy ORDER BY e.policy) AS policies,
+            SELECT e.task_id, count(*) FILTER (WHERE {MODEL_ATTEMPT}) AS rollouts,
+                   count(*) FILTER (WHERE o.success AND {MODEL_ATTEMPT}) AS successes,
+                   avg(o.progress) FILTER (WHERE {MODEL_ATTEMPT}) AS mean_progress,
+                   count(*) FILTER (WHERE NOT {MODEL_ATTEMPT}) AS reference_demonstrations,
+                   list(DISTINCT e.policy ORDER BY e.policy) AS policies,
                    list(DISTINCT e.round_id ORDER BY e.round_id) AS rounds
             FROM episodes e JOIN outcomes o USING (episode_id)
             WHERE {_ROUNDS_FILTER}

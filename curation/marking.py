@@ -14,10 +14,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from warehouse.contract import REFERENCE_POLICY
 from warehouse.ids import canonical_json
 from warehouse.schemas import TABLES
 
 MARK_COLUMNS = ["episode_id", "round_id", "check", "mark", "passed", "reason", "detail"]
+
+
+def reference_demonstrations(episodes: pd.DataFrame) -> np.ndarray:
+    """Which episodes are reference demonstrations (the reference solution followed, not the model's attempts)."""
+    if "policy" not in episodes:
+        return np.zeros(len(episodes), dtype=bool)
+    return (episodes["policy"] == REFERENCE_POLICY).to_numpy(dtype=bool)
 
 
 def marks_frame(

@@ -5,7 +5,8 @@ whose spec declares a sensitive side effect (``Tool.sensitive``: spends money, p
 order, sends to new recipients, deletes, grants a permission) was called; an external import (no replay); a failure type not
 seen in earlier rounds (the first few of each); model judges that disagree with the
 verifier (when judges ran); a family the round drew for a failure curriculum (the model
-fails it at the lowest level: people check or fix those demonstrations first). Plus a stratified random sample of the
+fails it at the lowest level: people check or fix those demonstrations first); a reference
+demonstration (the reference solution followed: it trains only once a person approves it). Plus a stratified random sample of the
 rest: ``rate`` of each (family, success) stratum, at least one each, chosen by a hash
 of the episode id so the sample is stable across reruns.
 """
@@ -15,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from curation.marking import marks_frame
+from curation.marking import marks_frame, reference_demonstrations
 from generators.phone.tools import TOOLS
 from warehouse.ids import digest
 
 CHECK = "routing"
+REFERENCE_REASON = "reference demonstration: the reference solution followed, not the model's attempt"
 NOVEL_PER_TYPE = 3
 
 
@@ -71,6 +73,7 @@ def routing_marks(
         "failure curriculum: the model fails this family at the lowest level": (
             episodes["family"].isin(list(curriculum_families)).to_numpy()
         ),
+        REFERENCE_REASON: reference_demonstrations(episodes),
     }
     for text, mask in rules.items():
         for i in np.flatnonzero(mask):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from warehouse.contract import REFERENCE_POLICY
+
 
 class Decision(Protocol):
     decision: str
@@ -25,11 +27,19 @@ PROBLEMS: dict[str, str] = {
     "review_partial": "waits for more reviewers",
     "no_counterpart": "no rollout of the same task to pair it with",
     "held_out_split": "its task is in a held-out split (never trained on)",
+    "reference_demonstration": "a reference demonstration (the reference solution followed), not the model's own "
+                               "attempt: never in a preference pair",
+    "reference_unapproved": "a reference demonstration no person approved (one trains only with an approval)",
 }
 
 
 def problem_text(reason: str) -> str:
     return PROBLEMS.get(reason, reason)
+
+
+def is_reference(ep: dict[str, Any]) -> bool:
+    """A reference demonstration (the ``reference`` policy), not an attempt of the model."""
+    return ep.get("policy") == REFERENCE_POLICY
 
 
 def sound_reason(ep: dict[str, Any]) -> str | None:
@@ -56,7 +66,8 @@ def sft_exclusion(ep: dict[str, Any], review: Decision | None, *, include_verifi
 
     People decide first: a rejection always wins, an approval beats the cascade's
     preferences (not its soundness). Without a decision, an episode is exported only
-    with ``include_verified``, only when verified and the preferred rollout of its task."""
+    with ``include_verified``, only when verified and the preferred rollout of its task; a
+    reference demonstration only with an approval."""
     why = sound_reason(ep)
     if why:
         return why
@@ -71,6 +82,8 @@ def sft_exclusion(ep: dict[str, Any], review: Decision | None, *, include_verifi
     if status in ("disputed", "partial"):
         # Reviewers have started and not settled it (a vote may be a rejection): wait for them.
         return f"review_{status}"
+    if is_reference(ep):  # a demonstration trains only when people vouched for it, never on the verifier's word
+        return "reference_unapproved"
     if not include_verified:
         return "not_reviewed"
     if not ep.get("success"):
@@ -97,7 +110,10 @@ def preference_role(ep: dict[str, Any], review: Decision | None, *, include_veri
     People first: an approved episode is only ever chosen and a rejected one only ever
     rejected. Without a decision the verifier speaks: a failure is rejected, a costlier
     success is rejected (as costlier), and a preferred success is chosen (only with
-    ``include_verified``, as for SFT)."""
+    ``include_verified``, as for SFT). A reference demonstration has no role: it is not the
+    model's attempt, so it says nothing about which of the model's attempts is better."""
+    if is_reference(ep):
+        return "reference_demonstration"
     why = sound_reason(ep)
     paired = why in (None, "near_duplicate")  # near copies still make pairs: they differ where it counts
     decision = review.decision if review else None

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from warehouse.contract import FeedbackRecord, TaskSpec
+from curation.export_source import has_column
+from warehouse.contract import REFERENCE_POLICY, FeedbackRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.ids import digest
 from warehouse.jsonfile import read_records
@@ -28,8 +29,19 @@ class FeedbackImport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why): "line 3" / "record 3"
 
 
+def demonstrated_tasks(store: Store) -> set[str]:
+    """Tasks with a reference demonstration: a result on one measures what the model was shown
+    (the reference solution), not what it can do, so competence never counts it."""
+    con = store.duck()
+    if not has_column(con, "episodes", "policy"):
+        return set()
+    return {t for (t,) in con.execute("SELECT DISTINCT task_id FROM episodes WHERE policy = ?",
+                                      [REFERENCE_POLICY]).fetchall()}
+
+
 def _feedback_row(
-    value: Any, tasks: dict[str, TaskSpec], *, model: str, threshold: float, batch: str, now: datetime
+    value: Any, tasks: dict[str, TaskSpec], *, model: str, threshold: float, batch: str, now: datetime,
+    demonstrated: set[str] | frozenset[str] = frozenset(),
 ) -> FeedbackRecord:
     if not isinstance(value, dict):
         raise ValueError("not an object")
@@ -39,6 +51,8 @@ def _feedback_row(
     task = tasks.get(tid)
     if task is None:
         raise ValueError(f"unknown task id {tid!r}")
+    if tid in demonstrated:
+        raise ValueError(f"task {tid} has a reference demonstration: not a measure of the model")
     reward = value.get("reward")
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
         raise ValueError("reward is not a number")
@@ -74,6 +88,7 @@ def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 
     records = read_records(path)
     batch = "fb-" + digest([path.read_bytes().hex(), model, threshold], 16)
     tasks = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
+    demonstrated = demonstrated_tasks(store)
     now = datetime.now(UTC)
     rows: list[FeedbackRecord] = []
     skipped: list[tuple[str, str]] = []
@@ -82,7 +97,8 @@ def import_feedback(store: Store, path: Path, *, model: str, threshold: float = 
             skipped.append((rec.where, rec.problem))
             continue
         try:
-            rows.append(_feedback_row(rec.value, tasks, model=model, threshold=threshold, batch=batch, now=now))
+            rows.append(_feedback_row(rec.value, tasks, model=model, threshold=threshold, batch=batch, now=now,
+                                      demonstrated=demonstrated))
         except ValueError as exc:
             skipped.append((rec.where, str(exc)))
     if not rows:

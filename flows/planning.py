@@ -135,6 +135,7 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
                    for f, m in mix.items() if m.curriculum and f in families},
         reports=reports,
         competence={f: m.competence for f, m in mix.items() if m.competence and f in families},
+        reference_share=r.reference_share,
     )
 
 
@@ -206,9 +207,12 @@ def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
             {"family": f, "share": round(w, 4), "episodes": episodes.get(f, 0), "difficulty": levels.get(f),
              "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
              "curriculum": plan.curricula.get(f, {}).get("kind", ""),
-             "variants": plan.curricula.get(f, {}).get("variants", [])}
+             "variants": plan.curricula.get(f, {}).get("variants", []),
+             "reference_episodes": plan.demonstrations.get(f, {}).get("episodes", 0),
+             "reference_reason": plan.demonstrations.get(f, {}).get("reason", "")}
             for f, w in sorted(plan.weights.items())
         ],
+        "demonstrations": dict(plan.demonstrations),
         "reports": list(plan.reports),
     }
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from prefect import flow
 
+from curation.export_source import MODEL_ATTEMPT
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
 from flows.runners import collects_inline, runner_kind, task_runner, workers
@@ -52,6 +53,7 @@ class RoundSummary:
     user_fallbacks: list[dict[str, Any]] = field(default_factory=list)
     runner: str = ""  # threads, processes or dask: how the shards ran (inline: in the round's own process)
     workers: int = 0
+    reference_demonstrations: int = 0  # episodes of the reference policy (not in ``successes``: not the model's)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -60,8 +62,9 @@ class RoundSummary:
 def round_counts(store: Store, round_id: str) -> dict[str, Any]:
     """What a round made: episodes, successes, tasks, tokens, and the ways the model cut episodes off."""
     con = store.duck([round_id])
-    episodes, successes, prompt_tokens, completion_tokens = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE success), coalesce(sum(o.prompt_tokens), 0), "
+    episodes, successes, references, prompt_tokens, completion_tokens = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE success AND {MODEL_ATTEMPT}), count(*) FILTER (WHERE NOT "
+        f"{MODEL_ATTEMPT}), coalesce(sum(o.prompt_tokens), 0), "
         "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
     # once per way a round's episodes were cut off, with the server's messages (an episode whose task
@@ -79,6 +82,7 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "user_fallbacks": user_fallback_counts(con),
         "episodes": episodes,
         "successes": successes,
+        "reference_demonstrations": references,
         "tasks_kept": sum(b.tasks_kept for b in batches),
         "tasks_tried": sum(b.tasks_tried for b in batches),
         "prompt_tokens": int(prompt_tokens),
@@ -145,6 +149,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         user_fallbacks=counts.get("user_fallbacks", []),
         runner=runner,
         workers=n_workers,
+        reference_demonstrations=counts.get("reference_demonstrations", 0),
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
 
 

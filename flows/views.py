@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from curation.capabilities import capability_report
-from curation.export_source import has_column
+from curation.export_source import MODEL_ATTEMPT, has_column
 from curation.funnel import funnel as curation_funnel
 from curation.judges import agreement_with_people
 from review_app.agreement import Overlap
@@ -64,10 +64,12 @@ def status_rows(
         batches = {r.id: state.batches_of(session=s, round_id=r.id) for r in rounds}
     decisions = final_decisions(store, None, overlap or Overlap())
     con = store.duck()
+    # the model's success leaves reference demonstrations out: they are the reference solution, not its attempts
     per_round = {
-        rid: (n, ok)
-        for rid, n, ok in con.execute(
-            "SELECT e.round_id, count(*), count(*) FILTER (WHERE o.success) "
+        rid: (n, ok, ref)
+        for rid, n, ok, ref in con.execute(
+            f"SELECT e.round_id, count(*), count(*) FILTER (WHERE o.success AND {MODEL_ATTEMPT}), "
+            f"count(*) FILTER (WHERE NOT {MODEL_ATTEMPT}) "
             "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY e.round_id"
         ).fetchall()
     }
@@ -93,7 +95,7 @@ def status_rows(
         judged.setdefault(rid, {})[eid] = mark == "judge_pass"
     rows = []
     for rnd in rounds:
-        n, ok = per_round.get(rnd.id, (0, 0))
+        n, ok, ref = per_round.get(rnd.id, (0, 0, 0))
         votes = [d.decision or d.status for d in decisions.values() if d.round_id == rnd.id]
         rows.append(
             {
@@ -103,7 +105,9 @@ def status_rows(
                 "requested": rnd.requested_episodes,
                 "episodes": n,
                 "successes": ok,
-                "success_rate": round(ok / n, 3) if n else None,
+                "success_rate": round(ok / (n - ref), 3) if n > ref else None,
+                "reference_demonstrations": ref,
+                "demonstrations": (rnd.plan or {}).get("demonstrations", {}),
                 "tasks_kept": sum(b.tasks_kept for b in batches[rnd.id]),
                 "tasks_tried": sum(b.tasks_tried for b in batches[rnd.id]),
                 "curated": rnd.id in curated,
@@ -127,7 +131,7 @@ def status_rows(
         cost, approved = rows[-1]["cost_usd"], rows[-1]["approved"]
         rows[-1]["cost_per_approved_usd"] = round(cost / approved, 6) if cost is not None and approved else None
     for rid in sorted(set(per_round) - {r.id for r in rounds}):  # imported trajectories have no round row
-        n, ok = per_round[rid]
+        n, ok, _ = per_round[rid]
         votes = [d.decision or d.status for d in decisions.values() if d.round_id == rid]
         rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
                      "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
@@ -141,7 +145,7 @@ def status_rows(
 
 
 def outcome_rows(con) -> list[dict[str, Any]]:
-    """Per episode: round, task, family, rollout, success, the task's capabilities, scenario and the failure's
+    """Per episode of the model (reference demonstrations left out): round, task, family, rollout, success, the task's capabilities, scenario and the failure's
     side and category (columns older shards lack read as empty)."""
     scen = ("e.scenario_id, e.session" if has_column(con, "episodes", "scenario_id")
             else "'' AS scenario_id, 1 AS session")
@@ -151,7 +155,8 @@ def outcome_rows(con) -> list[dict[str, Any]]:
             f"SELECT e.round_id, e.task_id, e.family, e.rollout, o.success, {caps}, {scen}, "
             "json_extract_string(o.failure, '$.side') AS failure_side, "
             "json_extract_string(o.failure, '$.category') AS failure_category "
-            "FROM episodes e JOIN outcomes o USING (episode_id) LEFT JOIN tasks t USING (task_id)")
+            "FROM episodes e JOIN outcomes o USING (episode_id) LEFT JOIN tasks t USING (task_id) "
+            f"WHERE {MODEL_ATTEMPT}")
     except Exception:  # no tasks table (an import-only warehouse): no per-capability view
         return []
     names = [d[0] for d in cur.description]
@@ -211,8 +216,19 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "-",
         )
     console.print(table)
+    print_demonstrations(console, rows)
     print_funnels(console, rows)
     print_capabilities(console, rows)
+
+
+def print_demonstrations(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Per round with reference demonstrations: how many, of which family, and that success leaves them out."""
+    for r in rows:
+        if r.get("reference_demonstrations"):
+            fams = ", ".join(f"{f} {d.get('episodes', 0)}" for f, d in sorted((r.get("demonstrations") or {}).items()))
+            console.print(f"{r['round']}: {r['reference_demonstrations']} reference demonstrations"
+                          + (f" ({fams})" if fams else "") + ": the reference solution followed, for a failure "
+                          "curriculum; not in success, pass^k or pairs, trained on only when approved", highlight=False)
 
 
 # (column title, check, marks that count) of the funnel table, in cascade order
@@ -253,9 +269,10 @@ def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
 
 
 def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:
-    n, ok = summary["episodes"], summary["successes"]
+    n, ok, ref = summary["episodes"], summary["successes"], summary.get("reference_demonstrations", 0)
     verb = "Resumed and finished" if summary["resumed"] else "Finished"
-    console.print(f"[bold green]{verb} round {summary['round_id']}[/]: {n} episodes, {ok} verified successes, {n - ok} failures")
+    console.print(f"[bold green]{verb} round {summary['round_id']}[/]: {n} episodes, {ok} verified successes, "
+                  f"{n - ref - ok} failures" + (f", {ref} reference demonstrations (not the model's)" if ref else ""))
     if summary["shards_skipped"]:
         console.print(f"  {summary['shards_skipped']} shard(s) were already committed and were kept as they were")
     if summary["orphans_removed"]:
@@ -314,6 +331,8 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
     for m in data["mix"]:
         table.add_row(m["family"], f"{m['share']:.0%}", str(m["episodes"]), str(m["difficulty"]), m["reason"])
     console.print(table)
+    for fam, d in sorted((data.get("demonstrations") or {}).items()):
+        console.print(f"[blue]{fam}[/]: {d['reason']}", highlight=False)
     for line in data.get("reports", []):
         console.print(f"[yellow]report[/] {line}", highlight=False)
 

@@ -2,12 +2,18 @@
 
 With no feedback the mix is even across the chosen families. The plan is stored
 with its round, so a resumed round runs exactly the plan it started with.
+
+A family in a failure curriculum gives a share of its episodes to *reference
+demonstrations*: slots of one rollout each, collected by the reference policy (the
+family's reference solution followed exactly) rather than the round's policy.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+
+from warehouse.contract import REFERENCE_POLICY
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,7 @@ class TaskSlot:
     rollouts: int
     variants: list[str] = field(default_factory=list)  # draw only these variants (empty: any)
     curriculum: str = ""  # "failure": a failure curriculum slot (see generators.mix)
+    policy: str = ""  # who collects it: "" the round's policy, "reference" a reference demonstration
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Plan:
     curricula: dict[str, dict] = field(default_factory=dict)  # family -> {"kind", "variants"}
     reports: list[str] = field(default_factory=list)  # what the plan cannot fix with data (harness-side)
     competence: dict[str, str] = field(default_factory=dict)  # family -> the estimate behind its share
+    demonstrations: dict[str, dict] = field(default_factory=dict)  # family -> {"episodes", "reason"}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,6 +60,7 @@ class Plan:
             curricula=dict(data.get("curricula", {})),
             reports=list(data.get("reports", [])),
             competence=dict(data.get("competence", {})),
+            demonstrations=dict(data.get("demonstrations", {})),
         )
 
     def episode_slots(self) -> list[tuple[int, int]]:
@@ -78,11 +87,14 @@ def plan_round(
     curricula: dict[str, dict] | None = None,
     reports: list[str] | None = None,
     competence: dict[str, str] | None = None,
+    reference_share: float = 0.0,
 ) -> Plan:
     """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
     ``rollouts`` per task; the last task of the plan takes the remainder. A family's
     difficulty is ``difficulties[family]`` if given, else ``difficulty``; a family with a
-    curriculum draws only its curriculum's variants."""
+    curriculum draws only its curriculum's variants, and a failure curriculum gives
+    ``reference_share`` of its episodes to reference demonstrations (see
+    :func:`with_demonstrations`)."""
     if not families:
         raise ValueError("a plan needs at least one family")
     w = {f: float((weights or {}).get(f, 1.0)) for f in families}
@@ -99,6 +111,8 @@ def plan_round(
         slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k,
                               variants=list(cur.get("variants", [])), curriculum=str(cur.get("kind", ""))))
         left -= k
+    failing = [f for f in families if (curricula or {}).get(f, {}).get("kind") == "failure"]
+    slots, demonstrations = with_demonstrations(slots, failing, reference_share, seed + len(slots))
     return Plan(
         episodes=episodes,
         rollouts=rollouts,
@@ -110,7 +124,50 @@ def plan_round(
         curricula=dict(curricula or {}),
         reports=list(reports or []),
         competence=dict(competence or {}),
+        demonstrations=demonstrations,
     )
+
+
+def reference_episodes(episodes: int, share: float) -> int:
+    """How many of a failure curriculum family's ``episodes`` are reference demonstrations:
+    ``share`` of them rounded, at least one when the share is above zero, and always at least
+    one left for the model's own attempts (a family of one episode keeps it)."""
+    if share <= 0 or episodes < 2:
+        return 0
+    return min(episodes - 1, max(1, round(episodes * share)))
+
+
+def with_demonstrations(slots: list[TaskSlot], families: list[str], share: float,
+                        first_seed: int) -> tuple[list[TaskSlot], dict[str, dict]]:
+    """The slots with :func:`reference_episodes` of each family's episodes moved to reference
+    demonstrations, and per family their count and reason.
+
+    The episodes are taken off the family's last slots; each demonstration is a slot of one
+    rollout on a task of its own (seeds from ``first_seed`` on, so no other slot's task), in
+    the family's curriculum but of any variant: the solution is shown where the model fails,
+    not only where it is closest."""
+    out = list(slots)
+    extra: list[TaskSlot] = []
+    notes: dict[str, dict] = {}
+    for fam in families:
+        total = sum(s.rollouts for s in out if s.family == fam)
+        n = reference_episodes(total, share)
+        if not n:
+            continue
+        take = n
+        for i in reversed(range(len(out))):
+            if take and out[i].family == fam:
+                cut = min(take, out[i].rollouts)
+                out[i] = replace(out[i], rollouts=out[i].rollouts - cut)
+                take -= cut
+        level = next(s.difficulty for s in slots if s.family == fam)
+        extra += [TaskSlot(family=fam, difficulty=level, seed=first_seed + len(extra) + j, rollouts=1,
+                           curriculum="failure", policy=REFERENCE_POLICY) for j in range(n)]
+        notes[fam] = {"episodes": n, "reason": (
+            f"failure curriculum: {n} of {total} episodes are reference demonstrations (round.reference_share "
+            f"{share:.0%}): the family's reference solution followed exactly, to show what the model fails at; "
+            "never paired or measured as the model's, trained on only when people approve")}
+    return [s for s in out if s.rollouts > 0] + extra, notes
 
 
 def _largest_remainder(quotas: dict[str, float], n: int) -> dict[str, int]:

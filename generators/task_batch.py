@@ -4,6 +4,7 @@ curriculum slot takes only its variants. Pure: a family and a slot in, a task ou
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from generators.competence import variant_of
@@ -14,6 +15,7 @@ from warehouse.contract import TaskSpec
 
 MAX_SEED_TRIES = 8  # gate rejections in a row before the family is reported broken
 MAX_VARIANT_SEEDS = 64  # seeds scanned for one of a curriculum's variants
+SEED_STRIDE = 1_000_000_007  # between the seeds a slot tries
 
 
 @dataclass
@@ -24,7 +26,20 @@ class SlotResult:
 
 
 def seed_for(slot: TaskSlot, attempt: int) -> int:
-    return slot.seed + attempt * 1_000_000_007
+    return slot.seed + attempt * SEED_STRIDE
+
+
+def slot_seeds(slot: TaskSlot) -> list[int]:
+    """Every seed :func:`write_slot` may have written the slot's task from."""
+    return [seed_for(slot, a) for a in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES)]
+
+
+def tasks_of_slots(slots: dict[int, TaskSlot], tasks: Iterable[TaskSpec]) -> dict[int, TaskSpec]:
+    """Slot index -> the first session written for that slot, found by family and seed (the seeds
+    of a round's slots never meet: they are the round's seed plus the slot's place)."""
+    index = {(slot.family, seed): i for i, slot in slots.items() for seed in slot_seeds(slot)}
+    found = ((index.get((t.family, t.seed)), t) for t in tasks if t.session == 1)
+    return {i: t for i, t in found if i is not None}
 
 
 def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = None) -> SlotResult:

@@ -7,10 +7,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app.data import warehouse_cursor
-from warehouse.contract import CurationMark, Episode, Outcome, Step, TaskSpec, is_subagent
+from warehouse.contract import REFERENCE_POLICY, CurationMark, Episode, Outcome, Step, TaskSpec, is_subagent
 from warehouse.errors import InputError
 from warehouse.query import iter_records
 from warehouse.store import Store
+
+# What a reviewer is told about a reference demonstration (the review app and Label Studio say the same).
+REFERENCE_NOTE = ("Reference demonstration: the family's reference solution followed exactly, not the model's "
+                  "attempt (the model fails this family). Approve it only if it is worth training on; it is never "
+                  "paired with the model's attempts nor counted as the model's success.")
+
+
+def is_reference(episode: Episode) -> bool:
+    """Whether the episode is a reference demonstration (see REFERENCE_NOTE)."""
+    return episode.policy == REFERENCE_POLICY
 
 
 @dataclass

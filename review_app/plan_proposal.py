@@ -24,7 +24,9 @@ def proposal_rows(proposal: dict[str, Any]) -> list[dict[str, Any]]:
     """One editable row per family the rounds can generate (imports have no generator)."""
     return [
         {"family": m["family"], "difficulty": int(m["difficulty"] or 1), "share": float(m["share"]),
-         "episodes": int(m.get("episodes", 0)), "reason": m.get("reason", ""), "competence": m.get("competence", "")}
+         "episodes": int(m.get("episodes", 0)), "competence": m.get("competence", ""),
+         # a failure curriculum's reference demonstrations are part of its episodes: say how many, and why
+         "reason": "; ".join(r for r in (m.get("reason", ""), m.get("reference_reason", "")) if r)}
         for m in proposal.get("mix", [])
         if m["family"] != "external"
     ]

@@ -14,6 +14,7 @@ from typing import Any
 from curation.routing import CHECK as ROUTING_CHECK
 from review_app.accounts import User
 from review_app.data import Overlap, review_connection, warehouse_cursor
+from warehouse.contract import REFERENCE_POLICY
 from warehouse.store import Store
 
 ROUTED = f"\"check\" = '{ROUTING_CHECK}' AND NOT passed"  # curation asks for human eyes
@@ -78,7 +79,7 @@ def queue_page(
     # Only narrow columns go through the sort; the page's text and marks are fetched after.
     sql = f"""
         WITH routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})
-        SELECT e.episode_id, e.round_id, e.family, o.success, o.progress, o.steps,
+        SELECT e.episode_id, e.round_id, e.family, e.policy, o.success, o.progress, o.steps,
                coalesce(r.routed, false) AS routed,
                coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
                count(*) OVER () AS total
@@ -91,7 +92,7 @@ def queue_page(
         ORDER BY CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END, e.episode_id
         LIMIT ? OFFSET ?
     """
-    cols = ["episode_id", "round_id", "family", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
+    cols = ["episode_id", "round_id", "family", "policy", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
     out = [dict(zip(cols, r, strict=True)) for r in con.execute(sql, [*params, limit, offset]).fetchall()]
     total = out[0]["total"] if out else _count_beyond(con, sql, params, offset)
     ids = [r["episode_id"] for r in out]
@@ -106,6 +107,7 @@ def queue_page(
         del r["total"]
         r["instruction"] = text.get(r["episode_id"], "")
         r["marks"] = marks.get(r["episode_id"], [])
+        r["reference"] = r["policy"] == REFERENCE_POLICY  # a reference demonstration, not the model's attempt
     return QueuePage(out, total, offset)
 
 

@@ -24,6 +24,9 @@ ActionKind = Literal["tool_call", "ask_user", "finish", "invalid"]
 FinishStatus = Literal["completed", "needs_user", "infeasible", "partial"]
 StepLabel = Literal["ok", "redundant", "recoverable_error", "harmful", "invalid_call"]
 Decision = Literal["approve", "reject", "needs_fix"]
+# The policy name of a reference demonstration: the family's reference solution followed exactly
+# (a failure curriculum's share of episodes). Not the model's own attempt: never paired, never measured.
+REFERENCE_POLICY = "reference"
 Termination = Literal[
     "finished",  # the agent called finish
     "budget_exhausted",  # step budget used up

@@ -62,6 +62,9 @@ class RoundSettings(_Section):
     families: list[str] = Field(default_factory=list)  # empty: every family
     difficulty: int = Field(1, ge=1, le=5)
     adaptive: bool = True  # the mix and difficulty follow the latest feedback
+    # Of a family in a failure curriculum, this share of its episodes are reference demonstrations
+    # (the reference solution followed exactly, by the ``reference`` policy); 0: none.
+    reference_share: float = Field(0.25, ge=0.0, le=1.0)
     # A nightly round with no release approved since the last round runs this share of the
     # usual batch (0: it waits for people; the review gate decides what comes next).
     unreleased_share: float = Field(0.0, ge=0.0, le=1.0)

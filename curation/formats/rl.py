@@ -4,7 +4,9 @@
 needs to rebuild the world from the seed), ``verifier`` names the reference (family,
 template, seed, difficulty, requirements), and ``group`` holds the success statistics
 of the task's rollouts so far, for competence-aware rewards (e.g. down-weight tasks
-the policy always or never solves).
+the policy always or never solves). Reference demonstrations (the reference solution
+followed, not the model's attempts) are never in those statistics; ``group`` only counts
+them apart.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def to_rl_row(row: dict[str, Any]) -> dict[str, Any]:
                      "step_budget": spec.step_budget},
         "group": {"rollouts": n, "successes": ok, "success_rate": round(rate, 4),
                   "mean_progress": round(float(row["mean_progress"] or 0.0), 4),
-                  "solved_by_all": ok == n, "solved_by_none": ok == 0,
+                  "solved_by_all": bool(n) and ok == n, "solved_by_none": bool(n) and ok == 0,
+                  "reference_demonstrations": int(row.get("reference_demonstrations") or 0),
                   "policies": list(row.get("policies") or []), "rounds": list(row.get("rounds") or [])},
     }

@@ -24,9 +24,9 @@ from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
 from generators.model_user import ModelUser
 from generators.planner import Plan
-from generators.policies.scripted import ScriptedPolicy
+from generators.policies import ReferencePolicy, ScriptedPolicy
 from warehouse import state
-from warehouse.contract import EpisodeRecord, TaskSpec
+from warehouse.contract import REFERENCE_POLICY, EpisodeRecord, TaskSpec
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -47,8 +47,11 @@ def shard_slots(plan_data: dict, key: str) -> list[tuple[int, int]]:
 
 @asynccontextmanager
 async def open_policy(name: str, seed: int, round_id: str, store: Store, settings: Settings) -> AsyncIterator[Policy]:
-    """The policy ``name`` (scripted or openai) open for one batch of episodes; a model
-    policy journals its replies under ``round_id``."""
+    """The policy ``name`` (scripted, reference or openai) open for one batch of episodes; a
+    model policy journals its replies under ``round_id``."""
+    if name == REFERENCE_POLICY:
+        yield ReferencePolicy(seed=seed)
+        return
     if name != "openai":
         yield ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
         return
@@ -96,17 +99,23 @@ def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeR
 
 
 def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> dict[str, int]:
-    """Run the episodes of one shard and commit them (episodes, steps, outcomes) at once.
+    """Run the episodes of one shard and commit them (episodes, steps, outcomes) at once: each
+    by its slot's policy (the round's, or the reference policy for a reference demonstration).
     Returns the shard's counts."""
     with store.session() as s:
         rnd = s.get(state.Round, round_id)
+    plan = Plan.from_dict(rnd.plan)
     slots = shard_slots(rnd.plan, key)
-    tasks = load_tasks(store, round_id, [i for i, _ in slots])
+    tasks = load_tasks(store, round_id, {i: plan.slots[i] for i, _ in slots})
     later = load_later_sessions(store, round_id, [t.scenario_id for t in tasks.values() if t.scenario_id])
+    round_policy = rnd.plan.get("policy", {}).get("name", "scripted")
     # each session replays alone, so the sessions of a scenario may run concurrently
-    jobs = [(t, rollout) for i, rollout in slots for t in [tasks[i], *later.get(tasks[i].scenario_id, [])]]
-    records = collect_records(store, round_id, jobs, settings, started,
-                              policy=rnd.plan.get("policy", {}).get("name", "scripted"), seed=rnd.seed)
+    jobs: dict[str, list[tuple[TaskSpec, int]]] = {}
+    for i, rollout in slots:
+        jobs.setdefault(plan.slots[i].policy or round_policy, []).extend(
+            (t, rollout) for t in [tasks[i], *later.get(tasks[i].scenario_id, [])])
+    records = [r for policy, group in jobs.items()
+               for r in collect_records(store, round_id, group, settings, started, policy=policy, seed=rnd.seed)]
     commit_records(store, round_id, key, records)
     return {"episodes": len(records), "successes": sum(r.outcome.success for r in records),
             "steps": sum(len(r.steps) for r in records)}

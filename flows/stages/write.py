@@ -12,8 +12,8 @@ from flows.model_setup import StateJournal, log_refusals, make_engine
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.collect import later_sessions
 from generators.phone.families import get_family
-from generators.planner import Plan
-from generators.task_batch import MAX_SEED_TRIES, write_slot
+from generators.planner import Plan, TaskSlot
+from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slot
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints, state
@@ -69,17 +69,14 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
     return tasks
 
 
-def load_tasks(store: Store, round_id: str, indices: list[int] | None = None) -> dict[int, TaskSpec]:
-    """The round's committed first sessions by their index in the batch (all, or only ``indices``):
-    a shard converts only the tasks it runs, not every task of the round."""
+def load_tasks(store: Store, round_id: str, slots: dict[int, TaskSlot]) -> dict[int, TaskSpec]:
+    """The committed first sessions of ``slots`` (slot index -> slot), each found by the seeds its
+    slot writes from: a shard converts only the tasks it runs, not every task of the round."""
     con = store.duck([round_id])
+    seeds = sorted({seed for slot in slots.values() for seed in slot_seeds(slot)})
     # later sessions are not slots: they run with their first session
-    ids = [t for (t,) in con.execute("SELECT task_id FROM tasks WHERE session = 1 ORDER BY task_id").fetchall()]
-    indices_of: dict[str, list[int]] = {}
-    for i in range(len(ids)) if indices is None else sorted(set(indices)):
-        indices_of.setdefault(ids[i], []).append(i)
-    found = iter_records(con, "tasks", "task_id IN (SELECT unnest(?))", [list(indices_of)])
-    return {i: t for t in found for i in indices_of[t.task_id]}
+    found = iter_records(con, "tasks", "session = 1 AND seed IN (SELECT unnest(?::BIGINT[]))", [seeds])
+    return tasks_of_slots(slots, found)
 
 
 def load_later_sessions(store: Store, round_id: str, scenario_ids: list[str]) -> dict[str, list[TaskSpec]]:

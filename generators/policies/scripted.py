@@ -90,7 +90,7 @@ class ScriptedPolicy:
 
     def begin(self, task: TaskSpec, episode_id: str, rollout: int) -> ScriptedPolicy:
         """An actor for one episode: a copy of this policy, started on ``task``."""
-        actor = ScriptedPolicy(self.error_rates, self.seed)
+        actor = type(self)(self.error_rates, self.seed)
         actor.start(task, rollout)
         return actor
 

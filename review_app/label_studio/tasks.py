@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 
 from review_app.conversation import Turn, conversation_turns
-from review_app.episode import EpisodeView
+from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference
 from review_app.label_studio import config
 from warehouse.ids import canonical_json, digest
 
@@ -78,6 +78,8 @@ def trajectory_html(view: EpisodeView, screens_url: str | None = None) -> str:
                     for m in flagged)
     routed = [m for m in view.marks if m.check == _ROUTING and not m.passed]
     why = f"<p><small>sent to people: {escape(routed[0].reason or routed[0].mark)}</small></p>" if routed else ""
+    if is_reference(ep):
+        why = f'<p style="color:#1d4ed8"><b>{escape(REFERENCE_NOTE)}</b></p>' + why
     return (f'<div style="font-family:sans-serif;font-size:14px;max-width:900px">'
             f"<p><small>{escape(ep.episode_id)} · round {escape(ep.round_id)} · {summary}</small></p>{why}{body}"
             + (f'<p style="{_RED}">Curation flagged:</p><ul>{marks}</ul>' if marks else "") + "</div>")
@@ -127,6 +129,8 @@ def task_payload(view: EpisodeView, screens_url: str | None = None) -> dict[str,
         "step_choices": step_choices(view),
         "n_steps": len(view.steps),
     }
+    if is_reference(ep):  # only then, so the digest of every other task stays what it was
+        data["reference_demonstration"] = True
     prediction = suggestion(view)
     data["digest"] = digest(canonical_json({"data": data, "prediction": prediction}), 16)
     return {"data": data, "predictions": [prediction]}

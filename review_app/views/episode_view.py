@@ -9,7 +9,7 @@ import streamlit as st
 
 from review_app import decisions, keys, screens
 from review_app.conversation import is_conversation
-from review_app.episode import EpisodeView, load_episode, requirement_rows, step_rows
+from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference, load_episode, requirement_rows, step_rows
 from review_app.views import Ctx
 from review_app.views.conversation_view import render_conversation, step_nav
 
@@ -89,6 +89,8 @@ def render(ctx: Ctx, next_episode) -> None:
     st.subheader(f"{ep.family} · {verdict}")
     st.markdown(f"> {ep.instruction}")
     st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")
+    if is_reference(ep):
+        st.info(REFERENCE_NOTE, icon=":material/school:")
 
     chat = is_conversation(ep, view.steps)
     shape = st.segmented_control(

@@ -76,6 +76,8 @@ def render(ctx: Ctx, open_episode) -> None:
         if c[0].button("Open", key=f"open-{row['episode_id']}", help="Open this episode"):
             open_episode(row["episode_id"], row["round_id"])
         tag = ":violet[routed]" if row["routed"] else (":red[failed]" if not row["success"] else ":green[verified]")
+        if row["reference"]:  # the reference solution, not the model: say so before anything else
+            tag = ":blue[reference demonstration] · " + tag
         c[1].markdown(f"{tag} · **{row['family']}** · {row['instruction'][:140]}")
         c[2].caption(f"{row['steps']} steps · progress {row['progress']:.2f}")
         who = ", ".join(row["reviewers"]) or "nobody yet"
