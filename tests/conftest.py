@@ -142,6 +142,9 @@ def cli_env(prefect_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLYWHEEL_")}
     if prefect_url:
         env["PREFECT_API_URL"] = prefect_url
+    # a round's temporary Prefect server migrates a fresh home first: with the suite on every core,
+    # that can take longer than the command's default 90 s (a test of that timeout sets its own)
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
     env.update(extra)
     return env
 
