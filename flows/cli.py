@@ -28,8 +28,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 out = Console()
-if not out.is_terminal:  # piped or captured: wide enough that tables and paths do not wrap
-    out = Console(width=160)
+if not out.is_terminal:  # piped or captured: tables 160 wide, and a line is never broken (a long path)
+    out = Console(width=160, soft_wrap=True)
 err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 400)
 
 ConfigOpt = Annotated[

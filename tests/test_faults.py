@@ -10,6 +10,7 @@ and nothing duplicated. The model endpoint's faults are in ``tests/test_model_fa
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
 ROUND = ("run", "--episodes", "20", "--seed", "9", "--no-progress")
+LONG = os.environ.get("FLYWHEEL_LONG_TESTS") == "1"  # every point on every backend
 
 
 # The faults do not depend on the families; these tests count exact episodes, and a multi-session
@@ -163,7 +165,7 @@ def _fill(disk: Path) -> Path:
     return filler
 
 
-@pytest.mark.parametrize("point", ["tasks.gated", "unit.committed:2", "curate.marked"])
+@pytest.mark.parametrize("point", ["tasks.gated", "unit.committed:2"] + (["curate.marked"] if LONG else []))
 def test_the_disk_filling_mid_round_is_one_line_naming_the_path_and_the_rerun_finishes(
         small_disk, prefect_server, clean_round, point):
     data = small_disk / "flywheel-data"
@@ -215,8 +217,8 @@ def test_a_round_starting_while_an_eval_records_a_shard_takes_nothing_of_it(tmp_
     assert len(set(_episode_ids(store, "r0002"))) == 20
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-@pytest.mark.parametrize("point", ["curate.marked", "round.curated"])
+@pytest.mark.parametrize(("point", "backend"), [("curate.marked", "postgres"), ("round.curated", "sqlite")] + (
+    [("curate.marked", "sqlite"), ("round.curated", "postgres")] if LONG else []))
 def test_reviewers_deciding_while_a_round_curates_lose_nothing_and_wait_for_nothing(
         tmp_path, prefect_server, backend, point, request):
     from review_app import decisions

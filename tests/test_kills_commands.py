@@ -70,11 +70,13 @@ def _no_leftovers(data: Path) -> None:
     assert on_disk == recorded, sorted(on_disk ^ recorded)
 
 
-def _points(fixed: list[str], repeated: list[tuple[str, int]]) -> list[str]:
+def _points(fixed: list[str], repeated: list[tuple[str, int]], more: list[str] = ()) -> list[str]:
+    """The kill points of a command: ``fixed`` always; with FLYWHEEL_LONG_TESTS=1 also ``more``
+    and random counts of the ``repeated`` points."""
     if not LONG:
         return fixed
     rng = random.Random(41)
-    return fixed + [f"{n}:{rng.randint(1, most)}" for n, most in rng.choices(repeated, k=6)]
+    return fixed + list(more) + [f"{n}:{rng.randint(1, most)}" for n, most in rng.choices(repeated, k=6)]
 
 
 # --- import ---------------------------------------------------------------------------
@@ -105,8 +107,8 @@ def clean_import(tmp_path_factory):
 
 
 @pytest.mark.parametrize("point", _points(
-    ["shard.written:2", "shard.renamed:4", "import.written", "import.recorded", "curate.marked", "unit.committed"],
-    [("shard.written", 5), ("shard.renamed", 5)]))
+    ["shard.written:2", "import.recorded", "curate.marked"],  # writing its shards, recording, curating
+    [("shard.written", 5), ("shard.renamed", 5)], ["shard.renamed:4", "import.written", "unit.committed"]))
 def test_an_import_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, clean_import, point):
     src = _conversations(tmp_path / "convs.jsonl")
     _killed("import", str(src), "--format", "openai-chat", cwd=tmp_path, point=point)
@@ -171,8 +173,8 @@ def test_feedback_killed_at_a_point_then_rerun_equals_a_clean_import(tmp_path, a
 
 
 @pytest.mark.parametrize("point", _points(
-    ["shard.written:2", "unit.committed:2", "eval.collected", "unit.committed:4"],
-    [("shard.written", 10), ("unit.committed", 4)]))
+    ["shard.written:2", "unit.committed:2", "eval.collected"],  # mid-shard, between shards, before recording
+    [("shard.written", 10), ("unit.committed", 4)], ["unit.committed:4"]))
 def test_an_eval_killed_at_a_point_then_rerun_equals_a_clean_eval(tmp_path, round_with_feedback, clean_feedback,
                                                                  point):
     _copy_of(round_with_feedback, tmp_path)

@@ -17,6 +17,7 @@ from warehouse import state
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
+EPISODES = 600  # the kill and Ctrl+C rounds: 30 shards of 20, stopped after the first ones commit
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -101,10 +102,10 @@ def test_full_round_status_and_export(tmp_path, backend_env):
 
 
 def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect_server):
-    env = cli_env(prefect_server)
+    # shards in worker processes (asked for: the automatic runner collects a round this small inline)
+    env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="20", FLYWHEEL_ROUND__RUNNER="processes")
     data = tmp_path / "flywheel-data"
-    args = [flywheel_executable(), "run", "--episodes", "2000", "--no-progress"]
-    env["FLYWHEEL_ROUND__SHARD_SIZE"] = "20"
+    args = [flywheel_executable(), "run", "--episodes", str(EPISODES), "--no-progress"]
     watcher = Store(data)  # one reader for the whole test, opened before the writer starts
     proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -120,7 +121,7 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
         if proc.poll() is None:
             proc.kill()
     partial = _ids(Store(data))
-    assert 0 < len(partial) < 2000
+    assert 0 < len(partial) < EPISODES
     before = _shard_checksums(Store(data))
 
     rerun = flywheel("run", "--no-progress", env=env, cwd=tmp_path)
@@ -128,11 +129,11 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
     assert "Resumed and finished round r0001" in rerun.stdout
     ids = _ids(Store(data))
     later = Store(data).duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
-    assert len(ids) == len(set(ids)) == 2000 + later  # a scenario's later sessions come on top of the plan
+    assert len(ids) == len(set(ids)) == EPISODES + later  # a scenario's later sessions come on top of the plan
     after = _shard_checksums(Store(data))
     assert all(after[k] == v for k, v in before.items()), "committed shards must be kept, not redone"
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
-    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", 2000 + later)]
+    assert [(r["round"], r["status"], r["episodes"]) for r in status] == [("r0001", "complete", EPISODES + later)]
 
 
 def test_review_command_serves_the_page(tmp_path):
@@ -218,11 +219,11 @@ def test_a_temporary_prefect_server_that_does_not_start_is_one_line_and_nothing_
 
 
 def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, prefect_server):
-    env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="20")
+    env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="20", FLYWHEEL_ROUND__RUNNER="processes")
     data = tmp_path / "flywheel-data"
     watcher = Store(data)
     proc = subprocess.Popen(
-        [flywheel_executable(), "run", "--episodes", "2000", "--no-progress"],
+        [flywheel_executable(), "run", "--episodes", str(EPISODES), "--no-progress"],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -240,4 +241,4 @@ def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, pre
     assert rerun.returncode == 0, rerun.stderr
     ids = _ids(watcher)
     later = watcher.duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
-    assert len(ids) == len(set(ids)) == 2000 + later  # a scenario's later sessions come on top of the plan
+    assert len(ids) == len(set(ids)) == EPISODES + later  # a scenario's later sessions come on top of the plan
