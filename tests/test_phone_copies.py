@@ -31,3 +31,36 @@ def test_a_held_out_world_is_a_copy_equal_to_a_fresh_build_and_changing_it_reach
     first.table("contacts").rows.clear()
     first.counters["x"] = 1
     assert fingerprint(heldout.heldout_world(SETUP)) == fingerprint(heldout.build_heldout_world(SETUP))
+
+
+def _world() -> World:
+    world = heldout.build_heldout_world(SETUP)
+    world.table("contacts").insert({"id": "c-9", "first_name": "Ann", "last_name": "Lee", "phone": "1"})
+    return world
+
+
+def test_copy_on_write_tables_keep_a_world_and_its_copies_apart_both_ways():
+    template, pristine = _world(), fingerprint(_world())
+    twin = template.copy()
+    assert fingerprint(twin) == pristine
+    twin.table("contacts").rows["c-9"]["first_name"] = "Changed"  # a row changed in place
+    twin.table("contacts").rows.pop(next(k for k in twin.table("contacts").rows if k != "c-9"))
+    call_tool(twin, "contacts_create", {"first_name": "Cy", "last_name": "Z", "phone": "3"})
+    assert fingerprint(template) == pristine
+    third = template.copy()  # a later copy of the kept world: as it was built
+    assert fingerprint(third) == pristine
+    unused = template.copy()  # its rows are still the template's, shared
+    template.table("contacts").rows["c-9"]["first_name"] = "Template"  # the source changed after copies
+    template.table("notes").rows.clear()
+    assert fingerprint(third) == pristine and fingerprint(unused) == pristine
+    assert twin.table("contacts").rows["c-9"]["first_name"] == "Changed"
+    assert fingerprint(third.copy()) == pristine  # a copy of a copy that never used its rows
+
+
+def test_copies_share_untouched_tables_and_copy_only_the_tables_used():
+    template = _world()
+    twin = template.copy()
+    assert "rows" not in vars(twin.table("notes"))  # nothing copied until used
+    twin.table("contacts").rows
+    assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("notes"))
+    assert twin.table("contacts") == template.table("contacts")  # a dataclass's equality sees the rows
