@@ -59,8 +59,12 @@ def test_copy_on_write_tables_keep_a_world_and_its_copies_apart_both_ways():
 
 def test_copies_share_untouched_tables_and_copy_only_the_tables_used():
     template = _world()
+    kept = template.table("notes").rows
     twin = template.copy()
     assert "rows" not in vars(twin.table("notes"))  # nothing copied until used
+    assert twin.table("notes").shares(kept) and template.table("notes").shares(kept)
+    twin.table("notes").rows
+    assert not twin.table("notes").shares(kept) and template.table("notes").shares(kept)
     twin.table("contacts").rows
     assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("notes"))
     assert twin.table("contacts") == template.table("contacts")  # a dataclass's equality sees the rows

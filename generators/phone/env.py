@@ -184,7 +184,10 @@ class PhoneEnv:
         parts: list[list[dict[str, Any]]] = []
         for name in touched:  # sorted by name
             t = tables[name]
-            rows, before = t.rows, last[name]
+            before = last[name]
+            if t.shares(before):  # still the kept world's rows, unused since the reset: not even copied
+                continue
+            rows = t.rows
             if rows == before:  # one C-level comparison: the table did not move
                 continue
             if rows.keys() == before.keys():

@@ -93,6 +93,11 @@ class Table:
             mine["_shared"] = rows
         return other
 
+    def shares(self, rows: dict[str, Row]) -> bool:
+        """Whether this table still shares ``rows`` (a world's rows at a copy): it was not used since, so
+        its rows are exactly those."""
+        return self.__dict__.get("_shared") is rows
+
     def get(self, key: str) -> Row | None:
         """The row with this key, or None."""
         return self.rows.get(key)
