@@ -66,5 +66,5 @@ def test_copies_share_untouched_tables_and_copy_only_the_tables_used():
     twin.table("notes").rows
     assert not twin.table("notes").shares(kept) and template.table("notes").shares(kept)
     twin.table("contacts").rows
-    assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("mail"))
+    assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("mails"))
     assert twin.table("contacts") == template.table("contacts")  # a dataclass's equality sees the rows
