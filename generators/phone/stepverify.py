@@ -54,6 +54,10 @@ def calls_read(req: Requirement) -> frozenset[str] | None:
 
 # kinds that, until the finish arguments exist, fail or pass without reading a call
 READ_CALLS_ONCE_FINISHED = frozenset(["claims_grounded", "no_fabrication"])
+# kinds whose verdict, once it is this one, no later call can change (calls are only appended, and none of
+# these reads the finish arguments): a call that came stays come, an order once matched stays matched,
+# a forbidden call once made stays made
+SETTLED_WHEN = {"called": True, "exact_call": True, "order": True, "forbidden": False}
 
 
 class LazySeenCalls(SeenCalls):
@@ -108,6 +112,7 @@ class IncrementalVerifier:
                     self.any_call[finished].append(i)
                 for tool in reads or ():
                     self.by_tool[finished].setdefault(tool, []).append(i)
+        self.settles = [SETTLED_WHEN.get(r.kind) for r in reqs]  # None: never settled
         self.forbidden = [i for i, r in enumerate(reqs) if r.kind == "forbidden"]
         # the one table a state check reads, or None: every table (allowed_changes)
         self.reads = {i: None if reqs[i].kind == "allowed_changes"
@@ -189,6 +194,7 @@ class IncrementalVerifier:
             by_tool, rerun = self.by_tool[after], set(self.any_call[after])
             for c in calls[self.calls_seen:]:
                 rerun.update(by_tool.get(c["tool"], ()))
+            rerun = [i for i in rerun if self.settles[i] != self.flags[i]]
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
         for i in rerun:  # the definition gives these no changes during the episode
