@@ -68,3 +68,14 @@ def test_copies_share_untouched_tables_and_copy_only_the_tables_used():
     twin.table("contacts").rows
     assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("mails"))
     assert twin.table("contacts") == template.table("contacts")  # a dataclass's equality sees the rows
+
+
+def test_reading_a_shared_table_copies_nothing_and_sees_the_rows():
+    template = _world()
+    kept = template.table("device").rows
+    twin = template.copy()
+    assert twin.table("device").readable() is kept
+    assert twin.table("device").shares(kept)  # still shared after the read
+    call_tool(twin, "device_set_wifi", {"enabled": False})
+    assert twin.table("device").readable()["wifi"]["value"] is False
+    assert template.table("device").readable()["wifi"]["value"] is not False

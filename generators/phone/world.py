@@ -102,6 +102,13 @@ class Table:
         """The row with this key, or None."""
         return self.rows.get(key)
 
+    def readable(self) -> dict[str, Row]:
+        """The rows, for reading at once: rows still shared are not copied for it (so never change what
+        this returns, nor keep it)."""
+        state = self.__dict__
+        rows = state.get("rows")
+        return rows if rows is not None else state["_shared"]
+
     def essential(self, row: Row) -> Row:
         """The row without its incidental fields, unordered lists sorted: what the hash and diff look at
         (the row itself when the table has neither: read it, never change it)."""
