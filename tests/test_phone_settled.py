@@ -1,5 +1,5 @@
 """Verdicts the incremental verifier stops re-checking stay what they were: for each kind in
-``stepverify.SETTLED_WHEN``, once a check over a list of calls gives the settled verdict, no list of
+``stepplan.SETTLED_WHEN``, once a check over a list of calls gives the settled verdict, no list of
 calls that extends it gives another (the finish arguments aside: the verifier re-runs every check on
 a finish)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from warehouse.contract import Requirement
 
-from generators.phone.stepverify import SETTLED_WHEN
+from generators.phone.stepplan import SETTLED_WHEN
 from generators.phone.verifier import check_outcome
 
 TOOLS = ["contacts_search", "mail_send", "notes_create"]

@@ -56,6 +56,7 @@ class Baseline:
         self.hash = _hash("[" + ",".join([self.pairs[n] for n in self.names]) + "]")
         self.texts: dict[str, tuple[dict[str, str], list[str]]] = {}  # row texts by key, and the keys sorted
         self.apps: dict[str | None, list[str]] = {}  # the tables of each app (filled as the environment asks)
+        self.kept: dict[str, Any] = {}  # what else the episodes derive once (the verifier's plan)
 
 
 class StateDigest:
