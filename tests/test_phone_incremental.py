@@ -20,7 +20,8 @@ import pytest
 from warehouse.contract import Action, TaskSpec, Verification
 from warehouse.ids import digest
 
-from generators.phone import stepverify
+from generators.phone import env as env_module
+from generators.phone import stepplan
 from generators.phone.digests import StateDigest
 from generators.phone.env import PhoneEnv, replay_final_hash
 from generators.phone.families import FAMILIES
@@ -190,7 +191,8 @@ def test_a_table_not_marked_changed_is_caught(monkeypatch):
 
 def test_a_check_not_rerun_is_caught(monkeypatch):
     """Declare that the call checks read no tool's calls: the comparison must fail."""
-    monkeypatch.setattr(stepverify, "calls_read", lambda req: frozenset())
+    monkeypatch.setattr(stepplan, "calls_read", lambda req: frozenset())
+    monkeypatch.setattr(env_module, "plan_for", lambda reqs, kept: stepplan.VerifierPlan(reqs))  # none kept from before
     assert _mismatch_found(["F01", "F03"])
 
 

@@ -1,9 +1,12 @@
 """Tools never raise: every bad call comes back as a typed error with a hint."""
 
+import random
+
 import pytest
 
 from generators.phone.apps import calendar, contacts, install_all
-from generators.phone.tools import TOOLS, call_tool, openai_tool_schemas
+from generators.phone.arguments import _argument_problem, arguments_pass, check_arguments
+from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, openai_tool_schemas
 from generators.phone.world import World
 
 JUNK = [None, [], "text", 3, {"no_such_arg": 1}, {"contact_id": 5}, {"enabled": "yes"}, {"level": 500},
@@ -103,3 +106,27 @@ def test_tool_of_an_uninstalled_app_is_unsupported_app():
     contacts.install(world)
     reply = call_tool(world, "mail_list", {})
     assert reply["error"]["code"] == "UNSUPPORTED_APP" and "mail" in reply["error"]["message"]
+
+
+VALUES = [None, True, False, 0, 1, -1, 3, 500, 2.5, 1.0, float("nan"), float("inf"), "", "x", "shuffle", "ring",
+          [], ["a"], [1], {}, {"fact": "x"}]
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS) + sorted(META_SCHEMAS))
+def test_compiled_argument_checks_agree_with_the_full_check(name):
+    """The compiled fast path passes a call only when the full check finds nothing wrong, and every call
+    (fast or not) gets exactly the full check's problem."""
+    parameters = TOOLS[name].parameters if name in TOOLS else META_SCHEMAS[name]["parameters"]
+    props, required = parameters["properties"], parameters.get("required", [])
+    rng = random.Random(name)
+    for _ in range(300):
+        args = {k: rng.choice(VALUES) for k in props if k in required or rng.random() < 0.5}
+        if args and rng.random() < 0.05:
+            del args[rng.choice(sorted(args))]
+        if rng.random() < 0.03:
+            args["no_such_argument"] = 1
+        full = _argument_problem(name, props, required, args)
+        if arguments_pass(name, parameters, args):
+            assert full is None, (args, full)
+        problem = check_arguments(name, parameters, args)
+        assert (problem[0] if problem else None) == full, args

@@ -52,9 +52,11 @@ class Baseline:
         # the row texts are not kept from here: most tables never change, and 256 cached worlds a family add up
         self.digests = {n: digest_of_texts(table_texts(t, initial[n])) for n, t in tables.items()}
         self.pairs = {n: row_json([n, d]) for n, d in self.digests.items()}
-        self.hash = _hash("[" + ",".join([self.pairs[n] for n in sorted(self.pairs)]) + "]")
+        self.names = sorted(self.pairs)  # the tables in the order the state hash lists them
+        self.hash = _hash("[" + ",".join([self.pairs[n] for n in self.names]) + "]")
         self.texts: dict[str, tuple[dict[str, str], list[str]]] = {}  # row texts by key, and the keys sorted
         self.apps: dict[str | None, list[str]] = {}  # the tables of each app (filled as the environment asks)
+        self.kept: dict[str, Any] = {}  # what else the episodes derive once (the verifier's plan)
 
 
 class StateDigest:
@@ -104,5 +106,6 @@ class StateDigest:
     def state_hash(self) -> str:
         """The canonical state hash (what :meth:`World.state_hash` recomputes from scratch)."""
         if self._hash is None:
-            self._hash = _hash("[" + ",".join([self._pairs[n] for n in sorted(self._pairs)]) + "]")
+            pairs = self._pairs
+            self._hash = _hash("[" + ",".join([pairs[n] for n in self.baseline.names]) + "]")
         return self._hash

@@ -15,6 +15,7 @@ from generators.phone.digests import Baseline, StateDigest
 from generators.phone.families import Family, get_family
 from generators.phone.services.subagents import subagent_steps
 from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
+from generators.phone.stepplan import plan_for
 from generators.phone.stepverify import IncrementalVerifier
 from generators.phone.trusted import trusted
 from generators.phone.user import scripted_user_reply
@@ -117,9 +118,12 @@ class PhoneEnv:
         self._last = dict(self.initial)  # per table, its rows after the previous step (rows never changed in place)
         self._digest = StateDigest(self.world.tables, baseline)
         self._app_tables = baseline.apps  # the same for every copy of the world
-        self.verifier: StepVerifier | IncrementalVerifier = (
-            IncrementalVerifier(self.task, self.initial, self.world.tables) if self.incremental
-            else StepVerifier(self.task, self.initial, self.world))
+        self.verifier: StepVerifier | IncrementalVerifier
+        if self.incremental:  # what the requirements alone give is worked out once per kept world
+            plan = plan_for(self.task.requirements, baseline.kept)
+            self.verifier = IncrementalVerifier(self.task, self.initial, self.world.tables, plan)
+        else:
+            self.verifier = StepVerifier(self.task, self.initial, self.world)
         self.calls: list[dict[str, Any]] = []
         self.failures: dict[str, int] = {}
         self.steps = 0
@@ -184,7 +188,10 @@ class PhoneEnv:
         parts: list[list[dict[str, Any]]] = []
         for name in touched:  # sorted by name
             t = tables[name]
-            rows, before = t.rows, last[name]
+            before = last[name]
+            if t.shares(before):  # still the kept world's rows, unused since the reset: not even copied
+                continue
+            rows = t.rows
             if rows == before:  # one C-level comparison: the table did not move
                 continue
             if rows.keys() == before.keys():

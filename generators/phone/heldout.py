@@ -6,7 +6,11 @@ a skill that only replays the calls of its own episode (hard-coded ids, text) fa
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
+
+from warehouse.ids import canonical_json
 
 from generators.phone.apps import install_all
 from generators.phone.apps.contacts import add_contact
@@ -14,8 +18,25 @@ from generators.phone.tools import PhoneError
 from generators.phone.world import World
 
 
+HELDOUT_CACHE = 256  # held-out worlds kept (one a task; a task's rollouts and steps re-run its skill)
+
+
 def heldout_world(p: dict[str, Any]) -> World:
-    """A fresh world from ``p["seed"]`` with the rows ``p["setup"]`` lists (contacts for now)."""
+    """A fresh world from ``p["seed"]`` with the rows ``p["setup"]`` lists (contacts for now).
+
+    Built once per seed and setup, then copied: a copy is the same world (rows, clock, generator,
+    counters) at a fraction of a build, and the kept one is never changed."""
+    return _heldout_template(canonical_json([int(p["seed"]), p.get("setup", {})])).copy()
+
+
+@functools.lru_cache(maxsize=HELDOUT_CACHE)
+def _heldout_template(key: str) -> World:
+    seed, setup = json.loads(key)
+    return build_heldout_world({"seed": seed, "setup": setup})
+
+
+def build_heldout_world(p: dict[str, Any]) -> World:
+    """:func:`heldout_world` built from scratch (the definition its copies must equal)."""
     world = World(seed=int(p["seed"]))
     install_all(world)
     for c in p.get("setup", {}).get("contacts", []):

@@ -17,43 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.contract import Action, Feedback, Requirement, TaskSpec, Verification
+from warehouse.contract import Action, Feedback, TaskSpec, Verification
 from warehouse.ids import canonical_json
 
+from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
-from generators.phone.verifier import STATE_KINDS, STATE_TABLES, Calls, SeenCalls, check_outcome, step_label
+from generators.phone.verifier import Calls, SeenCalls, check_outcome, step_label
 from generators.phone.world import Snapshot, Table, diff_table
-
-
-def calls_read(req: Requirement) -> frozenset[str] | None:
-    """The tools whose calls can change a non-state check's result (None: any call can).
-
-    Every check may also read the finish arguments; a kind not named here reads every call."""
-    p, kind = req.params, req.kind
-    try:
-        if kind in ("answer", "finish_status"):
-            return frozenset()
-        if kind in ("forbidden", "exact_call", "called"):
-            return frozenset([p["tool"]])
-        if kind == "order":
-            return frozenset(w["tool"] for w in p["sequence"])
-        if kind == "partial_order":
-            return frozenset(x["tool"] for pair in p["before"] for x in pair)
-        if kind == "asked_before":
-            return frozenset(["ask_user", p["tool"]])
-        if kind == "skill_gating":
-            return frozenset(["load_skill", *p["tools"]])
-        if kind == "handoff":
-            return frozenset(["start_subagent", "run_subagent", p.get("after")])
-        if kind == "no_fabrication":
-            return frozenset(p.get("write_tools", ()))
-    except (KeyError, TypeError, AttributeError):  # odd params: the check itself says what is wrong
-        pass
-    return None
-
-
-# kinds that, until the finish arguments exist, fail or pass without reading a call
-READ_CALLS_ONCE_FINISHED = frozenset(["claims_grounded", "no_fabrication"])
 
 
 class LazySeenCalls(SeenCalls):
@@ -85,47 +55,22 @@ class IncrementalVerifier:
     ``initial`` is the snapshot the episode started from and ``tables`` the live world's tables;
     :meth:`observe` is told which rows of which tables moved in the step (in any field)."""
 
-    def __init__(self, task: TaskSpec, initial: Snapshot, tables: dict[str, Table]):
+    def __init__(self, task: TaskSpec, initial: Snapshot, tables: dict[str, Table], plan: VerifierPlan | None = None):
         self.task, self.initial, self.tables = task, initial, tables
-        reqs = self.reqs = task.requirements
-        self.ids = [r.id for r in reqs]
-        self.weights = [r.weight for r in reqs]
-        self.total = sum(r.weight for r in reqs)
-        self.hard = [i for i, r in enumerate(reqs) if r.hard]
-        self.hard_ids = {r.id for r in reqs if r.hard}
-        self.noop = {r.id for r in reqs if r.noop_passes}
-        self.state = [i for i, r in enumerate(reqs) if r.kind in STATE_KINDS]
-        self.other = [i for i, r in enumerate(reqs) if r.kind not in STATE_KINDS]
-        # which call checks a new call of a tool re-runs (before and after the finish arguments exist)
-        self.by_tool: tuple[dict[Any, list[int]], dict[Any, list[int]]] = ({}, {})
-        self.any_call: tuple[list[int], list[int]] = ([], [])
-        for i in self.other:
-            reads = calls_read(reqs[i])
-            for finished in (0, 1):
-                if not finished and reqs[i].kind in READ_CALLS_ONCE_FINISHED:
-                    continue  # reads no call until then
-                if reads is None:
-                    self.any_call[finished].append(i)
-                for tool in reads or ():
-                    self.by_tool[finished].setdefault(tool, []).append(i)
-        self.forbidden = [i for i, r in enumerate(reqs) if r.kind == "forbidden"]
-        # the one table a state check reads, or None: every table (allowed_changes)
-        self.reads = {i: None if reqs[i].kind == "allowed_changes"
-                      else STATE_TABLES.get(reqs[i].kind) or reqs[i].params.get("table") for i in self.state}
-        # the definition keeps state results by id: of state checks sharing an id, the last one's counts
-        last = {reqs[i].id: i for i in self.state}
-        self.source = {i: last[reqs[i].id] for i in self.state}
+        p = plan if plan is not None else VerifierPlan(task.requirements)
+        self.reqs, self.ids, self.weights, self.total, self.hard = p.reqs, p.ids, p.weights, p.total, p.hard
+        self.hard_ids, self.noop, self.state, self.other = p.hard_ids, p.noop, p.state, p.other
+        self.by_tool, self.any_call, self.settles, self.forbidden = p.by_tool, p.any_call, p.settles, p.forbidden
+        self.reads, self.source = p.reads, p.source
         self.changes: dict[str, list[dict[str, Any]]] = {}  # per table, its changes since the start
         self.entries: dict[str, dict[str, dict[str, Any]]] = {}  # the same, by table and key
         self.stale: dict[str, set[str]] = {}  # per table, the rows moved since they were last diffed
         self.version: dict[str, int] = {}  # per table, how many steps moved its rows
         self.moves = 0  # steps that moved any table's rows
-        self.seen = {i: 0 for i in self.state}  # the version each state check last ran at
-        # at the start nothing has changed and nothing was called
-        self.own = [check_outcome(r, [], [], None)[0] for r in reqs]
-        self.flags = [self.own[self.source.get(i, i)] for i in range(len(reqs))]
+        self.seen = dict.fromkeys(self.state, 0)  # the version each state check last ran at
+        # at the start nothing has changed and nothing was called: the plan's verdicts
+        self.own, self.flags, self.passing = list(p.own), list(p.flags), set(p.passing)
         self.calls_seen, self.finish_seen = 0, None
-        self.passing = {self.ids[i] for i, f in enumerate(self.flags) if f}
         self.mines_now = self._mines()
         self.progress = self._progress(self.mines_now)
         self.mines: set[str] = set()
@@ -189,6 +134,7 @@ class IncrementalVerifier:
             by_tool, rerun = self.by_tool[after], set(self.any_call[after])
             for c in calls[self.calls_seen:]:
                 rerun.update(by_tool.get(c["tool"], ()))
+            rerun = [i for i in rerun if self.settles[i] != self.flags[i]]
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
         for i in rerun:  # the definition gives these no changes during the episode

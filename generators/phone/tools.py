@@ -8,11 +8,11 @@ hint, because an agent learns from the hint and a crash teaches it nothing.
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from generators.phone.arguments import check_arguments, cut as _cut
 from generators.phone.world import MissingTableError, World
 
 ToolKind = Literal["read", "write", "meta"]
@@ -29,13 +29,6 @@ class PhoneError(Exception):
     def as_dict(self) -> dict[str, Any]:
         """The error in the wire form of a tool reply."""
         return {"code": self.code, "message": _cut(self.message), "retryable": self.retryable, "hint": _cut(self.hint)}
-
-
-MESSAGE_LIMIT = 400  # an error echoing a 10 kB argument would flood the agent's context
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MESSAGE_LIMIT else f"{text[:MESSAGE_LIMIT]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True)
@@ -89,69 +82,6 @@ def requirement_check(prefix: str) -> Callable[[Callable[[World, str], None]], C
 
 def _error(code: str, message: str, hint: str = "", retryable: bool = False) -> Result:
     return {"ok": False, "error": PhoneError(code, message, retryable=retryable, hint=hint).as_dict()}
-
-
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    # bool is an int in Python, but not in JSON
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-def _shown(value: Any) -> str:
-    """A value as an error message shows it, cut short."""
-    return _cut(repr(value))
-
-
-def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
-    """A problem with one argument value, or None."""
-    kind = schema.get("type")
-    if kind and not _JSON_TYPES[kind](value):
-        return f"'{name}' must be of type {kind}, got {type(value).__name__} {_shown(value)}"
-    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN or infinity; a balance must not either
-        return f"'{name}' must be a finite number, got {value!r}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"'{name}' must be one of {schema['enum']}, got {_shown(value)}"
-    if "minimum" in schema and value < schema["minimum"]:
-        return f"'{name}' must be >= {schema['minimum']}, got {value!r}"
-    if "maximum" in schema and value > schema["maximum"]:
-        return f"'{name}' must be <= {schema['maximum']}, got {value!r}"
-    if kind == "array" and "items" in schema:
-        for i, item in enumerate(value):
-            problem = _check_value(f"{name}[{i}]", item, schema["items"])
-            if problem:
-                return problem
-    return None
-
-
-def check_arguments(name: str, parameters: dict[str, Any], args: Any) -> tuple[str, str] | None:
-    """(message, hint) describing what is wrong with ``args`` for a tool's ``parameters``, or None."""
-    props, required = parameters.get("properties", {}), parameters.get("required", [])
-    problem = _argument_problem(name, props, required, args)
-    if problem is None:
-        return None
-    signature = ", ".join(f"{k}: {v.get('type', 'any')}" + ("" if k in required else "?") for k, v in props.items())
-    return problem, f"{name}({signature})"
-
-
-def _argument_problem(name: str, props: dict[str, Any], required: list[str], args: Any) -> str | None:
-    if not isinstance(args, dict):
-        return f"arguments must be a JSON object, got {type(args).__name__}"
-    unknown = args.keys() - props.keys()
-    if unknown:
-        return f"unknown argument(s) {sorted(unknown)} for {name}"
-    missing = [k for k in required if k not in args]
-    if missing:
-        return f"missing required argument(s) {missing} for {name}"
-    for k, v in args.items():
-        problem = _check_value(k, v, props[k])
-        if problem:
-            return problem
-    return None
 
 
 def _check_requirements(world: World, t: Tool) -> None:

@@ -64,9 +64,50 @@ class Table:
         self.rows[key] = dict(row)
         return self.rows[key]
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached when ``rows`` is not set yet: a copy-on-write table makes its own rows on first use
+        shared = self.__dict__.get("_shared") if name == "rows" else None
+        if shared is not None:
+            rows = self.rows = {k: dict(r) for k, r in shared.items()}
+            self.__dict__.pop("_shared", None)
+            return rows
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def shared_copy(self) -> Table:
+        """A copy that shares this table's rows until either table uses them, then makes its own.
+
+        The rows as they are now become shared and are never changed again: this table goes
+        copy-on-write as well, so changing either table never reaches the other."""
+        # in this order, a copy taken in another thread meanwhile (a family's kept world is copied by
+        # every rollout) finds the rows under one name or the other and shares them either way
+        state = self.__dict__
+        rows = state.get("rows")
+        if rows is not None:
+            state["_shared"] = rows
+            state.pop("rows", None)
+        other = Table.__new__(Table)
+        mine = other.__dict__
+        mine.update(state)
+        rows = mine.pop("rows", None)
+        if rows is not None:
+            mine["_shared"] = rows
+        return other
+
+    def shares(self, rows: dict[str, Row]) -> bool:
+        """Whether this table still shares ``rows`` (a world's rows at a copy): it was not used since, so
+        its rows are exactly those."""
+        return self.__dict__.get("_shared") is rows
+
     def get(self, key: str) -> Row | None:
         """The row with this key, or None."""
         return self.rows.get(key)
+
+    def readable(self) -> dict[str, Row]:
+        """The rows, for reading at once: rows still shared are not copied for it (so never change what
+        this returns, nor keep it)."""
+        state = self.__dict__
+        rows = state.get("rows")
+        return rows if rows is not None else state["_shared"]
 
     def essential(self, row: Row) -> Row:
         """The row without its incidental fields, unordered lists sorted: what the hash and diff look at
@@ -194,15 +235,17 @@ class World:
                               {n: t for n, t in self.tables.items() if t.unordered})
 
     def copy(self) -> World:
-        """An independent copy (rows, clock, generator state, counters, log)."""
+        """An independent copy (rows, clock, generator state, counters, log).
+
+        Tables are copied on write (see :meth:`Table.shared_copy`): a row dict taken from a table's
+        ``rows`` before the copy must not be changed after it."""
         other = World.__new__(World)
         other.seed, other.now, other.tick = self.seed, self.now, self.tick
         other._rng = None  # states are immutable tuples: an unused generator's is shared, not copied
         other._rng_state = self._rng.getstate() if self._rng is not None else self._rng_state
-        other.tables = {
-            n: Table(t.name, t.key, t.incidental, {k: dict(r) for k, r in t.rows.items()}, t.app, t.unordered)
-            for n, t in self.tables.items()
-        }
+        # copy on write: a table's rows are copied when the copy (or this world) first uses them, and an
+        # episode uses a few of its world's tables
+        other.tables = {n: t.shared_copy() for n, t in self.tables.items()}
         other.events = list(self.events)  # entries are never mutated, a shallow copy is enough
         other.counters = dict(self.counters)
         other.faults = [dict(f) for f in self.faults]

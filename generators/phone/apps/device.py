@@ -42,7 +42,7 @@ def install(world: World, settings: dict[str, Any] | None = None, denied: tuple[
 
 def setting(world: World, name: str) -> Any:
     """The current value of a device setting."""
-    return world.table("device").rows[name]["value"]
+    return world.table("device").readable()[name]["value"]
 
 
 def _set(world: World, name: str, value: Any) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _require_network(world: World, _: str) -> None:
 @requirement_check("permission")
 def _require_permission(world: World, perm: str) -> None:
     table = world.tables.get("permissions")
-    row = table.get(perm) if table else None
+    row = table.readable().get(perm) if table else None
     if row is not None and not row["granted"]:
         hint = f"the user must grant the {perm} permission (device_grant_permission)"
         raise PhoneError("PERMISSION_DENIED", f"the {perm} permission is not granted", hint=hint)

@@ -89,7 +89,7 @@ def install(world: World, names: tuple[str, ...] | list[str] = tuple(CURATED)) -
 @requirement_check("skill")
 def _skill_loaded(world: World, name: str) -> None:
     table = world.tables.get(TABLE)
-    row = table.get(name) if table else None
+    row = table.readable().get(name) if table else None
     if row is not None and not row["loaded"]:
         raise PhoneError("SKILL_NOT_LOADED", f"this tool is gated by the skill {name!r}, which is not loaded",
                          hint=f"call load_skill(name={name!r}) first and follow its procedure")
