@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=600)
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--runner", default="auto", choices=["auto", "threads", "processes"],
+                        help="round.runner (auto: threads for a model round)")
     parser.add_argument("--quick", action="store_true", help="40 episodes, 20 ms latency")
     args = parser.parse_args()
     episodes = 40 if args.quick else args.episodes
@@ -96,6 +98,7 @@ def main() -> None:
                                  openai={"base_url": server.base_url, "model": MODEL,
                                          "concurrency": args.concurrency, "timeout_s": 300},
                                  round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
+                                        "runner": args.runner,
                                         "shard_size": max(10, n // (2 * args.workers)),
                                         "families": json.loads(single_session_families())})
 
