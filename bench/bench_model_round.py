@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -32,43 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_engine import MODEL, _request, measure, plain_loop  # noqa: E402
 
 
-class RequestClock:
-    """Polls the test server's request counter: when the first and the last request came."""
-
-    def __init__(self, root: str) -> None:
-        self._url = f"{root}/stats"
-        self.first: tuple[float, int] | None = None
-        self.last: tuple[float, int] | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def _count(self) -> int:
-        with urllib.request.urlopen(self._url, timeout=10) as resp:
-            return int(json.loads(resp.read())["requests"])
-
-    def _poll(self) -> None:
-        base = self._count()
-        seen = base
-        while not self._stop.is_set():
-            now, n = time.perf_counter(), self._count() - base
-            if n and self.first is None:
-                self.first = (now, n)
-            if n != seen:
-                self.last, seen = (now, n), n
-            time.sleep(0.05)
-
-    def __enter__(self) -> RequestClock:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def calls_per_second(self) -> tuple[int, float]:
-        """(requests counted, requests per second between the first poll that saw one and the last)."""
-        assert self.first and self.last and self.last[0] > self.first[0], "the round sent too few requests to time"
-        return self.last[1], (self.last[1] - self.first[1]) / (self.last[0] - self.first[0])
+def server_rate(root: str) -> tuple[int, float]:
+    """(chat requests the server answered, requests per second from its first to its latest),
+    from the server's own clock."""
+    with urllib.request.urlopen(f"{root}/stats", timeout=10) as resp:
+        stats = json.loads(resp.read())
+    n, span = stats["requests"], (stats["last_at"] or 0) - (stats["first_at"] or 0)
+    assert n > 1 and span > 0, "the round sent too few requests to time"
+    return n, (n - 1) / span
 
 
 def main() -> None:
@@ -93,8 +63,8 @@ def main() -> None:
     from warehouse.settings import load_settings
 
     with serve_in_process(FaultConfig(latency_ms=latency)) as server:
-        def settings(name: str, n: int):
-            return load_settings(None, data_dir=root / name, policy="openai",
+        def settings(name: str, n: int, policy: str = "openai"):
+            return load_settings(None, data_dir=root / name, policy=policy,
                                  openai={"base_url": server.base_url, "model": MODEL,
                                          "concurrency": args.concurrency, "timeout_s": 300},
                                  round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
@@ -102,12 +72,12 @@ def main() -> None:
                                         "shard_size": max(10, n // (2 * args.workers)),
                                         "families": json.loads(single_session_families())})
 
-        round_flow(settings("warmup", 4), show_progress=False)  # the Prefect server's start is not timed
+        # the Prefect server's start is not timed (and the model server sees the round's requests only)
+        round_flow(settings("warmup", 4, policy="scripted"), show_progress=False)
         t0 = time.perf_counter()
-        with RequestClock(server.base_url.removesuffix("/v1")) as clock:
-            summary = round_flow(settings("round", episodes), show_progress=False)
+        summary = round_flow(settings("round", episodes), show_progress=False)
         wall = time.perf_counter() - t0
-        calls, round_rate = clock.calls_per_second()
+        calls, round_rate = server_rate(server.base_url.removesuffix("/v1"))
         plain_rate, plain_cpu = measure(plain_loop, server.base_url, _request(), args.concurrency, calls)
     print(f"model round of {summary['episodes']} episodes, {calls} model calls, concurrency {args.concurrency}, "
           f"{summary['workers']} workers ({summary['runner']}), server latency {latency:g} ms; "

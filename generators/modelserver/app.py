@@ -32,6 +32,8 @@ class ServerState:
         self.faults = faults
         self.policy_seed = policy_seed
         self.requests = 0
+        self.first_at: float | None = None  # wall time of the first chat request and of the latest
+        self.last_at: float | None = None
         self.per_episode: dict[str, int] = defaultdict(int)
         # episode -> conversation position -> requests answered with a usable reply
         self.positions: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
@@ -40,6 +42,8 @@ class ServerState:
     def stats(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
+            "first_at": self.first_at,
+            "last_at": self.last_at,
             "episodes": {e: {"requests": n, "positions": {str(p): c for p, c in self.positions[e].items()}}
                          for e, n in self.per_episode.items()},
             "faults": dict(self.faults_injected),
@@ -90,6 +94,8 @@ def build_app(state: ServerState) -> Starlette:
         while state.faults.hold:  # frozen by the test until it sets the faults again
             await asyncio.sleep(0.02)
         state.requests += 1
+        state.last_at = time.time()
+        state.first_at = state.first_at or state.last_at
         state.per_episode[episode] += 1
         cfg = state.faults
         if cfg.strict and (errors := message_errors(messages)):
