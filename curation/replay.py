@@ -9,14 +9,18 @@ replay from and are marked ``not_replayable`` (routing sends them to people).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
 from generators.phone.env import replay_final_hash
+from generators.phone.families import get_family
+from generators.phone.world import World
 from warehouse.contract import Action, TaskSpec
 from warehouse.ids import digest
+from warehouse.parallel import map_chunks
 
 CHECK = "replay"
 
@@ -27,7 +31,21 @@ def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
     """Final state hash after applying ``actions`` ((kind, tool, arguments)) to a fresh world,
     through the phone's own step function (see ``generators.phone.env.replay_final_hash``)."""
     return replay_final_hash(task, [Action.model_construct(kind=kind, tool=tool, arguments=args)
-                                    for kind, tool, args in actions])
+                                    for kind, tool, args in actions], world=_fresh_world(task))
+
+
+_built: tuple[TaskSpec, World] | None = None  # the task replayed last and its world, never changed
+
+
+def _fresh_world(task: TaskSpec) -> World:
+    """A copy of ``task``'s initial world, built here from its seed (not the collection's cached
+    world, so that replay stays an independent check). Replays come task by task, so the one
+    task built last is kept: a task's other rollouts replay from a copy (a tenth of a build)."""
+    global _built
+    built = _built
+    if built is None or built[0] is not task:  # the same task object: the same world
+        built = _built = (task, get_family(task.family).build_world(task))
+    return built[1].copy()
 
 
 PARALLEL_FROM = 2000  # distinct replays below which worker processes cost more than they save
@@ -86,17 +104,9 @@ def _replayed(jobs: dict[tuple[str, str], tuple[TaskSpec, list]], replay: Replay
               workers: int) -> dict[tuple[str, str], str]:
     """The final hash (or ``error: ...``) of each job, in worker processes when it pays."""
     keys = sorted(jobs)  # task by task: a chunk rebuilds few distinct worlds
-    work = [jobs[k] for k in keys]
-    if workers <= 1 or len(work) < PARALLEL_FROM:
-        return dict(zip(keys, _replay_chunk(work, replay), strict=True))
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    chunks = [work[i:i + CHUNK] for i in range(0, len(work), CHUNK)]
-    # spawned, not forked: the caller may hold threads (Prefect's, DuckDB's) a fork would copy mid-lock
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = [h for part in pool.map(_replay_chunk, chunks, [replay] * len(chunks)) for h in part]
-    return dict(zip(keys, results, strict=True))
+    hashes = map_chunks(partial(_replay_chunk, replay=replay), [jobs[k] for k in keys], workers=workers,
+                        chunk=CHUNK, least=PARALLEL_FROM)
+    return dict(zip(keys, hashes, strict=True))
 
 
 def _replay_chunk(work: list[tuple[TaskSpec, list]], replay: ReplayFn) -> list[str]:

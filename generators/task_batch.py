@@ -4,7 +4,7 @@ curriculum slot takes only its variants. Pure: a family and a slot in, a task ou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from generators.competence import variant_of
@@ -40,6 +40,13 @@ def tasks_of_slots(slots: dict[int, TaskSlot], tasks: Iterable[TaskSpec]) -> dic
     index = {(slot.family, seed): i for i, slot in slots.items() for seed in slot_seeds(slot)}
     found = ((index.get((t.family, t.seed)), t) for t in tasks if t.session == 1)
     return {i: t for i, t in found if i is not None}
+
+
+def write_slots(slots: list[TaskSlot], families: Mapping[str, Family]) -> list[SlotResult]:
+    """:func:`write_slot` for each slot, in order, with the template writer: a worker process's
+    unit of work (``families`` is the caller's registry, so a worker gates with the same families)."""
+    writer = TemplateWriter()
+    return [write_slot(families[slot.family], slot, writer) for slot in slots]
 
 
 def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = None) -> SlotResult:

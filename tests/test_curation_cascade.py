@@ -231,6 +231,26 @@ def test_replay_in_worker_processes_marks_exactly_as_in_one(curated, monkeypatch
     assert sorted(mismatched) == sorted(edited)
 
 
+def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
+    """A task's rollouts replay one after another from copies of one build: the second starts
+    from the task's initial world, not from where the first left it."""
+    from curation.replay import replay_hash
+    from generators.phone.env import replay_final_hash
+    from generators.phone.families import FAMILIES
+    from warehouse.contract import Action
+
+    task = FAMILIES["F01"].make_task(5, 1)
+    solved = [(a.kind, a.tool, a.arguments) for a in FAMILIES["F01"].reference_actions(task)]
+    idle = [("finish", "finish", {"status": "completed", "claims": []})]
+
+    def fresh(actions):
+        return replay_final_hash(task, [Action.model_construct(kind=k, tool=t, arguments=a) for k, t, a in actions])
+
+    assert fresh(solved) != fresh(idle)  # the reference solution changes the world
+    assert [replay_hash(task, solved), replay_hash(task, idle), replay_hash(task, solved)] == \
+        [fresh(solved), fresh(idle), fresh(solved)]
+
+
 def test_replay_goes_on_past_a_finish_the_harness_refused():
     """A model's finish with bad arguments does not end the episode; replay must agree."""
     from datetime import datetime

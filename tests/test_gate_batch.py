@@ -33,3 +33,31 @@ def test_write_tasks_stores_rejections_by_reason_with_the_batch(tmp_path, monkey
         (batch,) = state.batches_of(session=s, round_id=rnd.id)
     assert batch.tasks_kept == 6 and batch.tasks_tried == 9
     assert batch.rejections == {"noop_passes": 3}
+
+
+def test_tasks_gated_in_worker_processes_are_the_tasks_gated_here(tmp_path, monkeypatch):
+    """A big batch is gated in worker processes (in chunks smaller than a family's run of slots):
+    the same tasks in the same order, and the same gate counts, as gated in one process."""
+    from flows.stages import write as write_stage
+    from warehouse.settings import load_settings
+
+    monkeypatch.setitem(families_module.FAMILIES, "F01", HalfBroken())  # the workers gate with it too
+    plan = plan_round(episodes=40, rollouts=1, families=["F01", "F02", "F04", "F06"], difficulty=1,
+                      seed=20).to_dict()  # F01's slots get even seeds: the gate rejects each once
+
+    def written(name: str, workers: int):
+        store = Store(tmp_path / name)
+        with store.session() as s:
+            rnd = state.open_round(session=s, requested_episodes=40, seed=20, plan=plan)
+        settings = load_settings(None, data_dir=tmp_path / name, round={"workers": workers})
+        tasks = write_tasks(store, rnd.id, plan, settings)
+        with store.session() as s:
+            (batch,) = state.batches_of(session=s, round_id=rnd.id)
+        return [t.model_dump_json() for t in tasks], (batch.tasks_kept, batch.tasks_tried, batch.rejections)
+
+    here = written("here", 1)
+    monkeypatch.setattr(write_stage, "GATE_PARALLEL_FROM", 2)
+    monkeypatch.setattr(write_stage, "GATE_CHUNK", 3)
+    spread = written("spread", 2)
+    assert spread == here
+    assert len(here[0]) >= 40 and here[1][1] > here[1][0]  # the gate rejected some: the counts are compared too

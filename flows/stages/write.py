@@ -4,26 +4,30 @@ generation gate keeps the sound ones, a writer words them; committed as one shar
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from flows.model_setup import StateJournal, log_refusals, make_engine
-from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
+from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
 from generators.collect import later_sessions
 from generators.phone.families import get_family
 from generators.planner import Plan, TaskSlot
-from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slot
+from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints, state
 from warehouse.contract import TaskSpec
 from warehouse.errors import ConfigError
+from warehouse.parallel import map_chunks
 from warehouse.query import iter_records
 from warehouse.settings import Settings
 from warehouse.store import Store
 
 TASKS_KEY = "batch-0000"
+GATE_PARALLEL_FROM = 500  # slots below which the gate runs here: starting worker processes costs seconds
+GATE_CHUNK = 64  # slots a worker gates at a time
 
 
 def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings | None = None) -> list[TaskSpec]:
@@ -37,8 +41,10 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
     tasks: list[TaskSpec] = []
     tried = 0
     rejections: dict[str, int] = {}
-    for slot in plan.slots:
-        written = write_slot(get_family(slot.family), slot, writer)
+    families = {f: get_family(f) for f in sorted({slot.family for slot in plan.slots})}
+    gated = map_chunks(partial(write_slots, families=families), plan.slots, workers=workers(settings) if settings else 1,
+                       chunk=GATE_CHUNK, least=GATE_PARALLEL_FROM)
+    for slot, written in zip(plan.slots, gated, strict=True):
         tried += written.tried
         for reason, n in written.rejections.items():
             rejections[reason] = rejections.get(reason, 0) + n

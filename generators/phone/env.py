@@ -77,12 +77,14 @@ def user_question(action: Action) -> tuple[str, list[Any] | None] | None:
     return action.arguments["question"], action.arguments.get("options")
 
 
-def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | None = None) -> str:
-    """The final state hash after re-executing ``actions`` in a fresh world (the replay check).
+def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | None = None,
+                      world: World | None = None) -> str:
+    """The final state hash after re-executing ``actions`` in a fresh world (the replay check), or
+    in ``world`` (the task's initial world, changed in place).
 
     The same step function and the same end rules as :class:`PhoneEnv` (an accepted finish,
     or the step budget), without the per-step diff, hash and verification replay does not need."""
-    world = (family or get_family(task.family)).build_world(task)
+    world = world if world is not None else (family or get_family(task.family)).build_world(task)
     for i, action in enumerate(actions):
         kind, reply = apply_action(world, task, action)
         if (kind == "finish" and reply["ok"]) or i + 1 >= task.step_budget:
