@@ -99,7 +99,7 @@ def main() -> int:
             # alternate the two and keep each side's best run, so neither gets the warmer server or
             # the quieter moment of a shared machine
             runs = {"plain": [], "engine": []}
-            for _ in range(2 if args.quick else 5):
+            for _ in range(2 if args.quick else 3):
                 runs["plain"].append(measure(plain_loop, server.base_url, request, level, calls))
                 runs["engine"].append(measure(engine_loop, server.base_url, request, level, calls))
             plain, engine = max(runs["plain"]), max(runs["engine"])

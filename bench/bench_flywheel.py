@@ -13,6 +13,8 @@ Strategies differ only in the plan the lead approves:
 - uniform: every family an equal share, the level cycling 1, 2, 3 over rounds;
 - failure-only: shares by failure rate in the newest feedback, at the hardest level.
 
+Competence-aware runs first; the two baselines then run side by side in a process each
+(they share nothing, and they need only enough rounds to show the ratio).
 Prints the rounds each strategy needs until the learner reaches the target success at the
 hardest level on every family, per family and overall, and the ratio to uniform.
 Target: competence-aware needs at most 0.6 of uniform's rounds and reaches every family.
@@ -23,9 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from flows import stages
@@ -126,6 +130,12 @@ def run_strategy(strategy: str, *, rounds: int, episodes: int, seed: int, workdi
     return {"strategy": strategy, "rounds": done, "reached": reached, "last": scores[-1], "ran": len(scores)}
 
 
+def _timed(strategy: str, rounds: int, episodes: int, seed: int, workdir: Path) -> dict:
+    start = time.perf_counter()
+    res = run_strategy(strategy, rounds=rounds, episodes=episodes, seed=seed, workdir=workdir)
+    return res | {"seconds": time.perf_counter() - start, "cap": rounds}
+
+
 def _over(result: dict) -> str:
     return f">{result['cap']}"
 
@@ -138,18 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run (2 rounds of 12 episodes)")
     args = parser.parse_args(argv)
     rounds, episodes = (2, 12) if args.quick else (args.rounds, args.episodes)
-    results = []
     with tempfile.TemporaryDirectory(prefix="bench-flywheel-") as tmp:
-        for strategy in STRATEGIES:
-            # Once competence-aware is done in A rounds, a baseline needs only A / RATIO rounds to show
-            # the ratio: one not done by then needs more, so the ratio is met either way.
-            cap = rounds
-            if results and results[0]["rounds"]:
-                cap = min(rounds, math.ceil(results[0]["rounds"] / RATIO))
-            start = time.perf_counter()
-            res = run_strategy(strategy, rounds=cap, episodes=episodes, seed=args.seed, workdir=Path(tmp))
-            res["seconds"], res["cap"] = time.perf_counter() - start, cap
-            results.append(res)
+        first = _timed(STRATEGIES[0], rounds, episodes, args.seed, Path(tmp))
+        # Once competence-aware is done in A rounds, a baseline needs only A / RATIO rounds to show
+        # the ratio: one not done by then needs more, so the ratio is met either way.
+        cap = min(rounds, math.ceil(first["rounds"] / RATIO)) if first["rounds"] else rounds
+        # the baselines do not depend on each other: one process each, side by side
+        with ProcessPoolExecutor(len(STRATEGIES) - 1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            baselines = [pool.submit(_timed, s, cap, episodes, args.seed, Path(tmp)) for s in STRATEGIES[1:]]
+            results = [first, *(b.result() for b in baselines)]
     print(f"Rounds until the toy learner reaches {TARGET:.0%} at the hardest level ({episodes} episodes a round; "
           f"a strategy stops after the rounds shown as >N)")
     print(f"{'family':<8}" + "".join(f"{r['strategy']:>18}" for r in results))
