@@ -37,6 +37,12 @@ def connect(files_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def records(table: pa.Table, name: str) -> list:
+    """The records of an Arrow table of warehouse table ``name``'s schema, in its row order."""
+    spec: TableSpec = TABLES[name]
+    return [from_row(spec, row) for row in table.to_pylist()]
+
+
 def iter_records(
     con: duckdb.DuckDBPyConnection, table: str, where: str = "", params: list | None = None, batch: int = 2000
 ) -> Iterator:

@@ -4,7 +4,12 @@ generation gate keeps the sound ones, a writer words them; committed as one shar
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from functools import partial
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -17,11 +22,11 @@ from generators.planner import Plan, TaskSlot
 from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
-from warehouse import killpoints, state
+from warehouse import killpoints, query, state
 from warehouse.contract import TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.parallel import map_chunks
-from warehouse.query import iter_records
+from warehouse.query import iter_records, records
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -78,20 +83,47 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
 def load_tasks(store: Store, round_id: str, slots: dict[int, TaskSlot]) -> dict[int, TaskSpec]:
     """The committed first sessions of ``slots`` (slot index -> slot), each found by the seeds its
     slot writes from: a shard converts only the tasks it runs, not every task of the round."""
-    con = store.duck([round_id])
-    seeds = sorted({seed for slot in slots.values() for seed in slot_seeds(slot)})
+    table = round_task_table(store, round_id)
+    seeds = pa.array(sorted({seed for slot in slots.values() for seed in slot_seeds(slot)}), pa.int64())
     # later sessions are not slots: they run with their first session
-    found = iter_records(con, "tasks", "session = 1 AND seed IN (SELECT unnest(?::BIGINT[]))", [seeds])
-    return tasks_of_slots(slots, found)
+    mask = pc.and_(pc.equal(table["session"], 1), pc.is_in(table["seed"], value_set=seeds))
+    return tasks_of_slots(slots, records(table.filter(mask), "tasks"))
 
 
 def load_later_sessions(store: Store, round_id: str, scenario_ids: list[str]) -> dict[str, list[TaskSpec]]:
     """Per scenario id, its committed sessions after the first, in order."""
     if not scenario_ids:
         return {}
-    con = store.duck([round_id])
-    return later_sessions(list(iter_records(con, "tasks", "session > 1 AND scenario_id IN (SELECT unnest(?))",
-                                            [sorted(set(scenario_ids))])))
+    table = round_task_table(store, round_id)
+    mask = pc.and_(pc.greater(table["session"], 1),
+                   pc.is_in(table["scenario_id"], value_set=pa.array(sorted(set(scenario_ids)), pa.string())))
+    return later_sessions(records(table.filter(mask), "tasks"))
+
+
+_TASK_TABLES: OrderedDict[tuple, pa.Table] = OrderedDict()
+_TASK_TABLES_KEPT = 4  # rounds whose tasks a process keeps
+_TASK_TABLES_LOCK = threading.Lock()  # shards may run in threads
+
+
+def round_task_table(store: Store, round_id: str) -> pa.Table:
+    """The round's committed tasks (every column, in key order), read once per process: a shard
+    reads its tasks from it instead of opening DuckDB over the warehouse (tens of milliseconds a
+    shard). Keyed by the recorded shards' paths and checksums, and a committed shard never
+    changes, so it cannot be stale."""
+    with store.session() as s:
+        recorded = state.shard_files(session=s, table_name="tasks", round_ids=[round_id])
+    key = (str(store.data_dir), store.state_url, round_id, tuple(recorded))
+    with _TASK_TABLES_LOCK:
+        if key in _TASK_TABLES:
+            _TASK_TABLES.move_to_end(key)
+            return _TASK_TABLES[key]
+    table = query.connect(store.readable({"tasks": recorded})).sql(
+        "SELECT * FROM tasks ORDER BY task_id").fetch_arrow_table()
+    with _TASK_TABLES_LOCK:
+        _TASK_TABLES[key] = table
+        while len(_TASK_TABLES) > _TASK_TABLES_KEPT:
+            _TASK_TABLES.popitem(last=False)
+    return table
 
 
 def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], settings: Settings) -> list[TaskSpec]:
