@@ -30,7 +30,7 @@ def connect(files_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files}, union_by_name=true)")
         else:
             # A real (empty) table, not a registered Arrow object: cursors cannot see those.
-            empty = pa.Table.from_pylist([], schema=spec.schema)
+            empty = spec.schema.empty_table()
             con.register(f"_{name}_empty", empty)
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_empty")
             con.unregister(f"_{name}_empty")
