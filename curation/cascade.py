@@ -29,12 +29,10 @@ from curation.routing import routing_marks
 from curation.schema_check import schema_marks
 from curation.semantic import Embed
 from curation.signatures import call_columns, exact_keys
+from curation.steps import GATING, STEPS
 from warehouse.contract import TaskSpec
 
 # the checks whose failure keeps an episode out of SFT exports, in cascade order
-GATING = ("schema", "replay", "exact_duplicate", "near_duplicate", "selection")
-STEPS = ("verified", "schema", "replay", "heuristics", "exact_duplicate", "near_duplicate", "selection", "pii", "judges",
-         "routing")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import duckdb
 
-from curation.cascade import GATING, STEPS
+from curation.steps import GATING, STEPS
 
 
 def funnel(con: duckdb.DuckDBPyConnection, round_ids: list[str]) -> dict[str, dict[str, Any]]:
