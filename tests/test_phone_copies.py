@@ -7,10 +7,13 @@ never reach the kept world or a later copy.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from generators.phone import heldout
-from generators.phone.tools import call_tool
+from generators.phone.families import FAMILIES
+from generators.phone.tools import TOOLS, call_tool
+from tests.phone_calls import plausible_arguments
 from generators.phone.world import World
 
 
@@ -79,3 +82,47 @@ def test_reading_a_shared_table_copies_nothing_and_sees_the_rows():
     call_tool(twin, "device_set_wifi", {"enabled": False})
     assert twin.table("device").readable()["wifi"]["value"] is False
     assert template.table("device").readable()["wifi"]["value"] is not False
+
+
+def _reading_tools() -> list[str]:
+    """Every tool that is not a write: reads, and meta tools such as list_skills and load_skill."""
+    return sorted(name for name, t in TOOLS.items() if t.kind != "write")
+
+
+def _calls_to_try(task: Any, family: Any, rng: random.Random) -> list[tuple[str, Any]]:
+    """Per reading tool of the task, its calls in the reference solution and a few plausible ones, whose
+    arguments name the world's own keys and values (made from a world of its own, so nothing is copied here)."""
+    reference = family.reference_actions(task)
+    world = family.build_world(task)
+    out = [(a.tool, a.arguments) for a in reference if a.kind == "tool_call" and a.tool in _reading_tools()]
+    for name in _reading_tools():
+        if name in task.tools or rng.random() < 0.3:  # the task's own tools, and some it does not expose
+            out += [(name, plausible_arguments(name, world, reference, rng)) for _ in range(3)]
+    return out
+
+
+def test_a_reading_tool_copies_only_the_tables_it_changes():
+    """A read (or meta) tool leaves every table it does not change shared with the kept world: reading never
+    copies rows. Only a tool that writes an incidental field (contacts_get's last_viewed, mail_read's read) may
+    copy a table, and then the table differs. The kept world stays as it was."""
+    rng, checked, changed = random.Random(12), 0, 0
+    for family in FAMILIES.values():
+        for seed in range(2):
+            task = family.make_task(seed, family.max_difficulty)
+            kept = family.build_world(task)
+            calls = _calls_to_try(task, family, rng)
+            pristine = fingerprint(kept)
+            for name, arguments in calls:
+                world = kept.copy()
+                rows_at_copy = {n: t.readable() for n, t in kept.tables.items()}
+                reply = call_tool(world, name, arguments)
+                for table_name, table in world.tables.items():
+                    if table.shares(rows_at_copy[table_name]):
+                        continue
+                    changed += 1
+                    assert table.rows != rows_at_copy[table_name], (
+                        f"{family.id} {name}({arguments}) -> ok={reply['ok']} copied {table_name} "
+                        "without changing it")
+                checked += 1
+            assert fingerprint(kept) == pristine, f"{family.id}: a read changed the kept world"
+    assert checked > 500 and changed > 0  # enough calls, and some did write an incidental field

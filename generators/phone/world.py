@@ -99,8 +99,19 @@ class Table:
         return self.__dict__.get("_shared") is rows
 
     def get(self, key: str) -> Row | None:
-        """The row with this key, or None."""
+        """The row with this key, to change it (a table still shared copies its rows first), or None (then
+        nothing is copied)."""
+        shared = self.__dict__.get("_shared")
+        if shared is not None and key not in shared:
+            return None
         return self.rows.get(key)
+
+    def peek(self, key: str) -> Row | None:
+        """The row with this key, or None, only to read it: rows still shared are not copied for it (so never
+        change what this returns)."""
+        state = self.__dict__
+        rows = state.get("rows")
+        return (rows if rows is not None else state["_shared"]).get(key)
 
     def readable(self) -> dict[str, Row]:
         """The rows, for reading at once: rows still shared are not copied for it (so never change what

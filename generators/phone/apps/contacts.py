@@ -60,7 +60,7 @@ def paginate(items: list[Any], page: int, page_size: int) -> dict[str, Any]:
 
 
 def _sorted_rows(world: World) -> list[dict[str, Any]]:
-    return sorted(world.table("contacts").rows.values(), key=lambda r: (r["last_name"], r["first_name"], r["id"]))
+    return sorted(world.table("contacts").readable().values(), key=lambda r: (r["last_name"], r["first_name"], r["id"]))
 
 
 def _row(world: World, contact_id: str) -> dict[str, Any]:
@@ -142,4 +142,4 @@ def delete(world: World, contact_id: str) -> dict[str, Any]:
 
 @tool("contacts_sync", APP, "meta", "Sync contacts with the cloud account.", params(), NEEDS + ("network",))
 def sync(world: World) -> dict[str, Any]:
-    return {"synced": len(world.table("contacts").rows), "at": world.now.isoformat()}
+    return {"synced": len(world.table("contacts").readable()), "at": world.now.isoformat()}

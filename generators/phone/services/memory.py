@@ -71,8 +71,10 @@ def _view(r: dict[str, Any]) -> dict[str, Any]:
                               "superseded_by") if r[k] != "" or k in ("value", "status")}
 
 
-def _row(world: World, memory_id: str) -> dict[str, Any]:
-    row = world.table(TABLE).get(memory_id)
+def _row(world: World, memory_id: str, reading: bool = False) -> dict[str, Any]:
+    """The record (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table(TABLE)
+    row = table.peek(memory_id) if reading else table.get(memory_id)
     if row is None or row["status"] == "deleted":
         raise PhoneError("NOT_FOUND", f"no memory {memory_id!r}", hint="find the id with memory_search")
     return row
@@ -84,7 +86,7 @@ def _row(world: World, memory_id: str) -> dict[str, Any]:
       params(["query"], query={"type": "string"}, type={"type": "string", "enum": TYPES},
              limit={"type": "integer", "minimum": 1, "maximum": 20}))
 def search(world: World, query: str, type: str | None = None, limit: int = 5) -> dict[str, Any]:
-    rows = [r for r in world.table(TABLE).rows.values()
+    rows = [r for r in world.table(TABLE).readable().values()
             if r["status"] != "deleted" and (type is None or r["type"] == type)]
     hits = rank(rows, query)
     return {"items": [{**_view(r), "score": s} for s, r in hits[:limit]], "total": len(hits)}
@@ -92,7 +94,7 @@ def search(world: World, query: str, type: str | None = None, limit: int = 5) ->
 
 @tool("memory_get", APP, "read", "Get one memory record by id.", params(["memory_id"], memory_id={"type": "string"}))
 def get(world: World, memory_id: str) -> dict[str, Any]:
-    return _view(_row(world, memory_id))
+    return _view(_row(world, memory_id, reading=True))
 
 
 @tool("memory_add", APP, "write", "Remember something new about the user (or someone they know).",
@@ -140,5 +142,5 @@ def delete(world: World, memory_id: str) -> dict[str, Any]:
 
 @tool("memory_list_intents", APP, "read", "List the user's open prospective intents (things to do later), by due time.")
 def list_intents(world: World) -> dict[str, Any]:
-    rows = [r for r in world.table(TABLE).rows.values() if r["type"] == "prospective" and r["status"] == "active"]
+    rows = [r for r in world.table(TABLE).readable().values() if r["type"] == "prospective" and r["status"] == "active"]
     return {"items": [_view(r) for r in sorted(rows, key=lambda r: (r["due"], r["id"]))]}
