@@ -12,8 +12,9 @@ from typing import Any
 
 from generators.phone import heldout
 from generators.phone.families import FAMILIES
+from generators.phone.services.skills import run_macro
 from generators.phone.tools import TOOLS, call_tool
-from tests.phone_calls import plausible_arguments
+from tests.phone_calls import HOSTILE, plausible_arguments
 from generators.phone.world import World
 
 
@@ -126,3 +127,42 @@ def test_a_reading_tool_copies_only_the_tables_it_changes():
                 checked += 1
             assert fingerprint(kept) == pristine, f"{family.id}: a read changed the kept world"
     assert checked > 500 and changed > 0  # enough calls, and some did write an incidental field
+
+
+def _macro_changes_by_definition(skill: dict[str, Any], p: dict[str, Any]) -> Any:
+    """What a saved skill's re-run changes, by the definition: a fresh build, a snapshot, a full diff (or the error)."""
+    world = heldout.build_heldout_world(p)
+    before = world.snapshot()
+    try:
+        run_macro(world, skill, dict(p["arguments"]))
+    except Exception as e:  # compared with what the kept world's copy raises
+        return type(e).__name__, str(e)
+    return world.diff(before)
+
+
+def test_a_saved_skill_rerun_diffs_only_the_tables_it_used_and_equals_a_full_diff():
+    """The held-out re-run compares only the tables the macro used; its changes (or error) equal a full diff of a
+    fresh build, for the F11 reference's saved skills, their mutants and hostile arguments."""
+    family, rng, compared = FAMILIES["F11"], random.Random(11), 0
+    for seed in range(6):
+        for difficulty in range(1, family.max_difficulty + 1):
+            task = family.make_task(seed, difficulty)
+            p = next((r.params for r in task.requirements if r.kind == "skill_reruns"), None)
+            if p is None:
+                continue
+            for actions in (family.reference_actions(task), family.wrong_argument(task, family.reference_actions(task),
+                                                                                 rng)):
+                _, changes = family.simulate(task, actions)
+                for c in changes:
+                    if c["table"] != "skills" or c["op"] != "added":
+                        continue
+                    skill = c["after"]
+                    for arguments in (p["arguments"], {}, {k: rng.choice(HOSTILE) for k in p["arguments"]}):
+                        q = {**p, "arguments": arguments}
+                        try:
+                            got: Any = heldout.macro_changes(skill, q)
+                        except Exception as e:
+                            got = type(e).__name__, str(e)
+                        assert got == _macro_changes_by_definition(skill, q), (task.task_id, arguments)
+                        compared += 1
+    assert compared >= 20
