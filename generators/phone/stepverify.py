@@ -61,6 +61,7 @@ class IncrementalVerifier:
         self.reqs, self.ids, self.weights, self.total, self.hard = p.reqs, p.ids, p.weights, p.total, p.hard
         self.hard_ids, self.noop, self.state, self.other = p.hard_ids, p.noop, p.state, p.other
         self.by_tool, self.any_call, self.settles, self.forbidden = p.by_tool, p.any_call, p.settles, p.forbidden
+        self.reads_finish = p.reads_finish
         self.reads, self.source = p.reads, p.source
         self.changes: dict[str, list[dict[str, Any]]] = {}  # per table, its changes since the start
         self.entries: dict[str, dict[str, dict[str, Any]]] = {}  # the same, by table and key
@@ -127,14 +128,15 @@ class IncrementalVerifier:
         return changed
 
     def _call_checks(self, calls: Calls, finish_args: dict[str, Any] | None) -> bool:
-        if finish_args is not self.finish_seen:
-            rerun: Any = self.other  # the finish arguments are read by any of them
-        else:
+        rerun: Any = []
+        if len(calls) != self.calls_seen:  # the checks that read a call that came
             after = finish_args is not None
-            by_tool, rerun = self.by_tool[after], set(self.any_call[after])
+            by_tool, came = self.by_tool[after], set(self.any_call[after])
             for c in calls[self.calls_seen:]:
-                rerun.update(by_tool.get(c["tool"], ()))
-            rerun = [i for i in rerun if self.settles[i] != self.flags[i]]
+                came.update(by_tool.get(c["tool"], ()))
+            rerun = [i for i in came if self.settles[i] != self.flags[i]]
+        if finish_args is not self.finish_seen:  # and those that read the finish arguments
+            rerun = self.reads_finish if not rerun else sorted({*rerun, *self.reads_finish})
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
         for i in rerun:  # the definition gives these no changes during the episode
