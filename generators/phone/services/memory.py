@@ -14,6 +14,7 @@ permission to act.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -43,9 +44,18 @@ def add_memory(world: World, type: str, key: str, value: str, *, subject: str = 
     return world.table(TABLE).insert(row)
 
 
-def words(text: str) -> set[str]:
+def words(text: str) -> frozenset[str]:
     """The content words of a text, lowercased (what search matches on)."""
-    return {w for w in _WORD.findall(str(text).lower()) if w not in _STOP}
+    text = str(text)
+    # a search reads every record's key, subject and value: the same short texts again and again
+    return _remembered_words(text) if len(text) <= 200 else _words(text)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+_remembered_words = functools.lru_cache(maxsize=32768)(_words)
 
 
 def rank(rows: list[dict[str, Any]], query: str) -> list[tuple[int, dict[str, Any]]]:
