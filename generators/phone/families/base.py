@@ -20,6 +20,7 @@ from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
 from generators.phone.tools import TOOLS, call_tool
 from generators.phone.digests import Baseline
+from generators.phone.longlived import settle_kept_world
 from generators.phone.world import World
 from generators.writers.template import TemplateWriter
 
@@ -290,6 +291,7 @@ class Family:
             hit = cache[key] = (world, Baseline(world.tables, world.view()))
             if len(cache) > WORLD_CACHE:
                 cache.popitem(last=False)
+            settle_kept_world()  # kept for long: out of the cyclic GC's walks
         else:
             cache.move_to_end(key)
         return Start(hit[0].copy(), hit[1])
