@@ -22,7 +22,7 @@ from warehouse.ids import canonical_json
 
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
-from generators.phone.verifier import Calls, SeenCalls, check_outcome, step_label
+from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label
 from generators.phone.world import Snapshot, Table, diff_table
 
 
@@ -119,7 +119,7 @@ class IncrementalVerifier:
                 changes = [c for name in sorted(self.changes) for c in self.changes[name]]
             else:
                 changes = self._changes_of(table)
-            self.own[i] = check_outcome(self.reqs[i], changes, calls, finish_args)[0]
+            self.own[i] = check_verdict(self.reqs[i], changes, calls, finish_args)
             self.seen[i] = version
         for i in self.state:
             flag = self.own[self.source[i]]
@@ -140,7 +140,7 @@ class IncrementalVerifier:
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
         for i in rerun:  # the definition gives these no changes during the episode
-            flag = check_outcome(self.reqs[i], [], calls, finish_args)[0]
+            flag = check_verdict(self.reqs[i], [], calls, finish_args)
             if flag != self.flags[i]:
                 self.flags[i], changed = flag, True
         return changed
