@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from warehouse.contract import Action, TaskSpec, Verification
+from warehouse.contract import Action, TaskSpec, ToolError, Verification
 from warehouse.ids import digest
 
 from generators.phone import env as env_module
 from generators.phone import stepplan
 from generators.phone.digests import StateDigest
-from generators.phone.env import PhoneEnv, replay_final_hash
+from generators.phone.env import ERROR_FIELDS, PhoneEnv, replay_final_hash
 from generators.phone.families import FAMILIES
 from generators.phone.tools import TOOLS
 from generators.phone.trusted import trusted
@@ -165,3 +165,7 @@ def test_trusted_records_equal_model_construct():
     assert fast.label == "harmful" and "label" in fast.model_fields_set
     with pytest.raises(TypeError, match="exactly its fields"):
         trusted(Verification, milestones=[])
+    error = {"code": "NOT_FOUND", "message": "no contact", "retryable": False, "hint": "search first"}
+    fast_error, slow_error = trusted(ToolError, **error), ToolError.model_construct(**error)  # as a step builds it
+    assert fast_error == slow_error and fast_error.model_fields_set == slow_error.model_fields_set
+    assert fast_error.model_dump_json() == slow_error.model_dump_json() and ERROR_FIELDS == error.keys()

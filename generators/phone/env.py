@@ -23,6 +23,7 @@ from generators.phone.verifier import StepVerifier, evaluate
 from generators.phone.world import World, diff_table
 
 ENV_VERSION = "0.2"
+ERROR_FIELDS = frozenset(ToolError.model_fields)
 STOP_GUESSING = ("This exact call has now failed twice. Stop guessing: read the error's hint, "
                  "look the value up with a read tool, or ask the user.")
 
@@ -146,13 +147,18 @@ class PhoneEnv:
         # what sub-agents did during this action (a run, an automation firing): their own steps
         self.delegated = subagent_steps(world.events[logged:]) if len(world.events) > logged else []
         if kind == "tool_call" or kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
-            self._record(index, action, reply, tool=kind if kind == "ask_user" else None)
+            self.calls.append({"index": index, "tool": kind if kind == "ask_user" else action.tool,
+                               "arguments": action.arguments, "ok": reply["ok"],
+                               "call_id": action.call_id or f"step-{index}", "result": reply.get("data")})
         if kind == "finish" and reply["ok"]:
             self.finish_args = dict(action.arguments)
             self.done, self.termination = True, "finished"
         self.steps += 1
         notices = self._notices(kind, action, reply)
-        error = ToolError.model_construct(**reply["error"]) if not reply["ok"] else None
+        error = None
+        if not reply["ok"]:  # every typed error has the four fields (model_construct: only if one day it does not)
+            fields = reply["error"]
+            error = trusted(ToolError, **fields) if fields.keys() == ERROR_FIELDS else ToolError.model_construct(**fields)
         if not self.incremental:  # the definition: the whole world copied, diffed and hashed
             after = world.snapshot()
             delta = world.diff(self._last, after)
@@ -214,11 +220,6 @@ class PhoneEnv:
                 parts.append(part)
                 self._digest.rows_changed(name, [c["key"] for c in part])
         return [c for part in parts for c in part] if len(parts) != 1 else parts[0], moved
-
-    def _record(self, index: int, action: Action, reply: dict[str, Any], tool: str | None = None) -> None:
-        self.calls.append({"index": index, "tool": tool or action.tool, "arguments": action.arguments,
-                           "ok": reply["ok"], "call_id": action.call_id or f"step-{index}",
-                           "result": reply.get("data")})
 
     def _notices(self, kind: str, action: Action, reply: dict[str, Any]) -> list[str]:
         notices = []
