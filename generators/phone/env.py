@@ -6,6 +6,8 @@ hash, harness notices) and a Verification (milestones, minefields, progress, lab
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
@@ -200,10 +202,9 @@ class PhoneEnv:
             rows = t.rows
             if rows == before:  # one C-level comparison: the table did not move
                 continue
-            if rows.keys() == before.keys():
-                keys = [k for k, r in rows.items() if r != before[k]]
-            else:  # rows added or removed
-                keys = [k for k, r in rows.items() if r != before.get(k)]
+            # the rows that differ from the last step's (or are new), compared in C: a table may hold a hundred
+            keys = list(compress(rows, map(ne, rows.values(), map(before.get, rows))))
+            if rows.keys() != before.keys():  # rows added or removed
                 keys += before.keys() - rows.keys()
             now = dict(before)
             for k in keys:
