@@ -166,3 +166,14 @@ def test_a_saved_skill_rerun_diffs_only_the_tables_it_used_and_equals_a_full_dif
                         assert got == _macro_changes_by_definition(skill, q), (task.task_id, arguments)
                         compared += 1
     assert compared >= 20
+
+
+def test_a_kept_world_is_per_task_and_per_what_it_is_built_from():
+    """Rollouts of a task share its kept world; the same task with other faults planned gets its own."""
+    family = FAMILIES["F04"]
+    task = family.make_task(1, 3)
+    fault = {"tool": task.tools[0], "code": "TIMEOUT", "times": 1}
+    faulty = task.model_copy(update={"faults": [*task.faults, fault]}, deep=True)
+    first, other, again = family.initial_world(task), family.initial_world(faulty), family.initial_world(task)
+    assert first.baseline is again.baseline and first.baseline is not other.baseline
+    assert first.world.faults == task.faults and other.world.faults == faulty.faults != task.faults

@@ -21,7 +21,7 @@ from generators.phone.families.mutants import with_wrong_argument
 from generators.phone.tools import TOOLS, call_tool
 from generators.phone.digests import Baseline
 from generators.phone.longlived import settle_kept_world
-from generators.phone.world import World
+from generators.phone.world import World, row_json
 from generators.writers.template import TemplateWriter
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
@@ -283,7 +283,7 @@ class Family:
         small and per family instance.
         """
         cache: OrderedDict[tuple[str, str], tuple[World, Baseline]] = self.__dict__.setdefault("_worlds", OrderedDict())
-        key = (task.task_id, digest([task.private_params, task.faults]))
+        key = (task.task_id, row_json([task.private_params, task.faults]))  # what the world is built from
         hit = cache.get(key)
         if hit is None:
             world = self.build_world(task)
