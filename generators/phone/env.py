@@ -11,7 +11,6 @@ from operator import ne
 from typing import Any
 
 from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
-from warehouse.ids import canonical_json
 
 from generators.phone.digests import Baseline, StateDigest
 from generators.phone.families import Family, get_family
@@ -22,7 +21,7 @@ from generators.phone.stepverify import IncrementalVerifier
 from generators.phone.trusted import trusted
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
-from generators.phone.world import World, diff_table
+from generators.phone.world import World, diff_table, row_json
 
 ENV_VERSION = "0.2"
 ERROR_FIELDS = frozenset(ToolError.model_fields)
@@ -225,7 +224,7 @@ class PhoneEnv:
     def _notices(self, kind: str, action: Action, reply: dict[str, Any]) -> list[str]:
         notices = []
         if not reply["ok"]:
-            key = canonical_json([kind, action.tool, action.arguments])
+            key = row_json([kind, action.tool, action.arguments])
             self.failures[key] = self.failures.get(key, 0) + 1
             if self.failures[key] >= 2:
                 notices.append(STOP_GUESSING)

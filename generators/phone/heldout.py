@@ -10,12 +10,11 @@ import functools
 import json
 from typing import Any
 
-from warehouse.ids import canonical_json
 
 from generators.phone.apps import install_all
 from generators.phone.apps.contacts import add_contact
 from generators.phone.tools import PhoneError
-from generators.phone.world import World
+from generators.phone.world import World, row_json
 
 
 HELDOUT_CACHE = 256  # held-out worlds kept (one a task; a task's rollouts and steps re-run its skill)
@@ -30,7 +29,7 @@ def heldout_world(p: dict[str, Any]) -> World:
 
 
 def _key(p: dict[str, Any]) -> str:
-    return canonical_json([int(p["seed"]), p.get("setup", {})])
+    return row_json([int(p["seed"]), p.get("setup", {})])
 
 
 @functools.lru_cache(maxsize=HELDOUT_CACHE)

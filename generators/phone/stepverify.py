@@ -18,12 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from warehouse.contract import Action, Feedback, TaskSpec, Verification
-from warehouse.ids import canonical_json
 
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
 from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label
-from generators.phone.world import Snapshot, Table, diff_table
+from generators.phone.world import Snapshot, Table, diff_table, row_json
 
 
 class LazySeenCalls(SeenCalls):
@@ -39,10 +38,10 @@ class LazySeenCalls(SeenCalls):
         if seen is None:
             self.by_tool[tool] = [[arguments, None]]
             return False
-        key = canonical_json(arguments)
+        key = row_json(arguments)
         for entry in seen:
             if entry[1] is None:
-                entry[1] = canonical_json(entry[0])
+                entry[1] = row_json(entry[0])
             if entry[1] == key:
                 return True
         seen.append([arguments, key])
