@@ -145,8 +145,11 @@ class PhoneEnv:
         world, index = self.world, self.steps
         logged = len(world.events)
         kind, reply = apply_action(world, self.task, action, answer)
-        # what sub-agents did during this action (a run, an automation firing): their own steps
-        self.delegated = subagent_steps(world.events[logged:]) if len(world.events) > logged else []
+        # what sub-agents did during this action (a run, an automation firing): their own steps; a plain tool
+        # call logs one event of its own
+        events = world.events
+        plain = len(events) == logged + 1 and events[-1]["kind"] == "tool_call"
+        self.delegated = subagent_steps(events[logged:]) if len(events) > logged and not plain else []
         if kind == "tool_call" or kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
             self.calls.append({"index": index, "tool": kind if kind == "ask_user" else action.tool,
                                "arguments": action.arguments, "ok": reply["ok"],
@@ -159,7 +162,8 @@ class PhoneEnv:
         error = None
         if not reply["ok"]:  # every typed error has the four fields (model_construct: only if one day it does not)
             fields = reply["error"]
-            error = trusted(ToolError, **fields) if fields.keys() == ERROR_FIELDS else ToolError.model_construct(**fields)
+            error = (trusted(ToolError, **fields) if fields.keys() == ERROR_FIELDS
+                     else ToolError.model_construct(**fields))
         if not self.incremental:  # the definition: the whole world copied, diffed and hashed
             after = world.snapshot()
             delta = world.diff(self._last, after)
@@ -170,7 +174,7 @@ class PhoneEnv:
                 self.done
         # only the tools of an app change its tables (tests keep this true), so only those are compared
         tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
-        touched = self._tables_of(tool.app) if tool else ()
+        touched = (self._app_tables.get(tool.app) or self._tables_of(tool.app)) if tool else ()
         if world.wide:  # a macro, a sub-agent or an automation reached beyond one app
             touched, world.wide = self._tables_of(None), False
         delta, moved = self._changes(touched)
