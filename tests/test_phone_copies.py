@@ -7,10 +7,14 @@ never reach the kept world or a later copy.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from generators.phone import heldout
-from generators.phone.tools import call_tool
+from generators.phone.families import FAMILIES
+from generators.phone.services.skills import run_macro
+from generators.phone.tools import TOOLS, call_tool
+from tests.phone_calls import HOSTILE, plausible_arguments
 from generators.phone.world import World
 
 
@@ -61,12 +65,12 @@ def test_copies_share_untouched_tables_and_copy_only_the_tables_used():
     template = _world()
     kept = template.table("notes").rows
     twin = template.copy()
-    assert "rows" not in vars(twin.table("notes"))  # nothing copied until used
     assert twin.table("notes").shares(kept) and template.table("notes").shares(kept)
     twin.table("notes").rows
     assert not twin.table("notes").shares(kept) and template.table("notes").shares(kept)
     twin.table("contacts").rows
-    assert "rows" in vars(twin.table("contacts")) and "rows" not in vars(twin.table("mails"))
+    assert not twin.table("contacts").shares(template.table("contacts").readable())
+    assert twin.table("mails").shares(template.table("mails").readable())  # nothing copied until used
     assert twin.table("contacts") == template.table("contacts")  # a dataclass's equality sees the rows
 
 
@@ -79,3 +83,97 @@ def test_reading_a_shared_table_copies_nothing_and_sees_the_rows():
     call_tool(twin, "device_set_wifi", {"enabled": False})
     assert twin.table("device").readable()["wifi"]["value"] is False
     assert template.table("device").readable()["wifi"]["value"] is not False
+
+
+def _reading_tools() -> list[str]:
+    """Every tool that is not a write: reads, and meta tools such as list_skills and load_skill."""
+    return sorted(name for name, t in TOOLS.items() if t.kind != "write")
+
+
+def _calls_to_try(task: Any, family: Any, rng: random.Random) -> list[tuple[str, Any]]:
+    """Per reading tool of the task, its calls in the reference solution and a few plausible ones, whose
+    arguments name the world's own keys and values (made from a world of its own, so nothing is copied here)."""
+    reference = family.reference_actions(task)
+    world = family.build_world(task)
+    out = [(a.tool, a.arguments) for a in reference if a.kind == "tool_call" and a.tool in _reading_tools()]
+    for name in _reading_tools():
+        if name in task.tools or rng.random() < 0.3:  # the task's own tools, and some it does not expose
+            out += [(name, plausible_arguments(name, world, reference, rng)) for _ in range(3)]
+    return out
+
+
+def test_a_reading_tool_copies_only_the_tables_it_changes():
+    """A read (or meta) tool leaves every table it does not change shared with the kept world: reading never
+    copies rows. Only a tool that writes an incidental field (contacts_get's last_viewed, mail_read's read) may
+    copy a table, and then the table differs. The kept world stays as it was."""
+    rng, checked, changed = random.Random(12), 0, 0
+    for family in FAMILIES.values():
+        for seed in range(2):
+            task = family.make_task(seed, family.max_difficulty)
+            kept = family.build_world(task)
+            calls = _calls_to_try(task, family, rng)
+            pristine = fingerprint(kept)
+            for name, arguments in calls:
+                world = kept.copy()
+                rows_at_copy = {n: t.readable() for n, t in kept.tables.items()}
+                reply = call_tool(world, name, arguments)
+                for table_name, table in world.tables.items():
+                    if table.shares(rows_at_copy[table_name]):
+                        continue
+                    changed += 1
+                    assert table.rows != rows_at_copy[table_name], (
+                        f"{family.id} {name}({arguments}) -> ok={reply['ok']} copied {table_name} "
+                        "without changing it")
+                checked += 1
+            assert fingerprint(kept) == pristine, f"{family.id}: a read changed the kept world"
+    assert checked > 500 and changed > 0  # enough calls, and some did write an incidental field
+
+
+def _macro_changes_by_definition(skill: dict[str, Any], p: dict[str, Any]) -> Any:
+    """What a saved skill's re-run changes, by the definition: a fresh build, a snapshot, a full diff (or the error)."""
+    world = heldout.build_heldout_world(p)
+    before = world.snapshot()
+    try:
+        run_macro(world, skill, dict(p["arguments"]))
+    except Exception as e:  # compared with what the kept world's copy raises
+        return type(e).__name__, str(e)
+    return world.diff(before)
+
+
+def test_a_saved_skill_rerun_diffs_only_the_tables_it_used_and_equals_a_full_diff():
+    """The held-out re-run compares only the tables the macro used; its changes (or error) equal a full diff of a
+    fresh build, for the F11 reference's saved skills, their mutants and hostile arguments."""
+    family, rng, compared = FAMILIES["F11"], random.Random(11), 0
+    for seed in range(6):
+        for difficulty in range(1, family.max_difficulty + 1):
+            task = family.make_task(seed, difficulty)
+            p = next((r.params for r in task.requirements if r.kind == "skill_reruns"), None)
+            if p is None:
+                continue
+            for actions in (family.reference_actions(task), family.wrong_argument(task, family.reference_actions(task),
+                                                                                 rng)):
+                _, changes = family.simulate(task, actions)
+                for c in changes:
+                    if c["table"] != "skills" or c["op"] != "added":
+                        continue
+                    skill = c["after"]
+                    for arguments in (p["arguments"], {}, {k: rng.choice(HOSTILE) for k in p["arguments"]}):
+                        q = {**p, "arguments": arguments}
+                        try:
+                            got: Any = heldout.macro_changes(skill, q)
+                        except Exception as e:
+                            got = type(e).__name__, str(e)
+                        assert got == _macro_changes_by_definition(skill, q), (task.task_id, arguments)
+                        compared += 1
+    assert compared >= 20
+
+
+def test_a_kept_world_is_per_task_and_per_what_it_is_built_from():
+    """Rollouts of a task share its kept world; the same task with other faults planned gets its own."""
+    family = FAMILIES["F04"]
+    task = family.make_task(1, 3)
+    fault = {"tool": task.tools[0], "code": "TIMEOUT", "times": 1}
+    faulty = task.model_copy(update={"faults": [*task.faults, fault]}, deep=True)
+    first, other, again = family.initial_world(task), family.initial_world(faulty), family.initial_world(task)
+    assert first.baseline is again.baseline and first.baseline is not other.baseline
+    assert first.world.faults == task.faults and other.world.faults == faulty.faults != task.faults

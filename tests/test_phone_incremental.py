@@ -17,62 +17,20 @@ from typing import Any
 
 import pytest
 
-from warehouse.contract import Action, TaskSpec, Verification
+from warehouse.contract import Action, TaskSpec, ToolError, Verification
 from warehouse.ids import digest
 
 from generators.phone import env as env_module
 from generators.phone import stepplan
 from generators.phone.digests import StateDigest
-from generators.phone.env import PhoneEnv, replay_final_hash
+from generators.phone.env import ERROR_FIELDS, PhoneEnv, replay_final_hash
 from generators.phone.families import FAMILIES
 from generators.phone.tools import TOOLS
 from generators.phone.trusted import trusted
+from tests.phone_calls import plausible_arguments
 
 SEEDS = 4  # per family and difficulty; every session of a scenario and two trajectories each
-HOSTILE: list[Any] = ["", "x" * 300, -1, 0, 10**9, 2.5, None, True, [], {}, "2026-02-30", "nobody@nowhere"]
 STATUSES = ["completed", "needs_user", "infeasible", "partial"]
-
-
-def _values_for(name: str, world: Any, app: str, rng: random.Random) -> list[Any]:
-    """Plausible values of an argument: keys and same-named fields of the app's rows."""
-    out: list[Any] = []
-    for table in world.tables.values():
-        if table.app != app or not table.rows:
-            continue
-        row = table.rows[rng.choice(sorted(table.rows))]
-        out.append(row[table.key])
-        if name in row:
-            out.append(row[name])
-    return out
-
-
-def _arguments(tool: str, world: Any, reference: list[Action], rng: random.Random) -> Any:
-    schema = TOOLS[tool].parameters
-    props, required = schema.get("properties", {}), schema.get("required", [])
-    borrowed = [a.arguments for a in reference if a.kind == "tool_call" and a.tool == tool]
-    if borrowed and rng.random() < 0.4:  # a call of the reference, perhaps with one argument changed
-        args = dict(rng.choice(borrowed))
-        if args and rng.random() < 0.5:
-            key = rng.choice(sorted(args))
-            args[key] = rng.choice(_values_for(key, world, TOOLS[tool].app, rng) + HOSTILE)
-        return args
-    args = {}
-    for name, prop in props.items():
-        if name not in required and rng.random() < 0.5:
-            continue
-        if name in required and rng.random() < 0.03:  # a required argument left out
-            continue
-        plausible = _values_for(name, world, TOOLS[tool].app, rng)
-        if "enum" in prop:
-            plausible += list(prop["enum"])
-        kind = prop.get("type")
-        plausible += {"integer": [1, 2, 3], "number": [5.0, 12.5], "boolean": [True, False], "array": [[]],
-                      "string": ["x"]}.get(kind, [])
-        pool = plausible if plausible and rng.random() < 0.9 else HOSTILE
-        args[name] = rng.choice(pool)
-    if rng.random() < 0.02:
-        args["no_such_argument"] = 1
-    return args
 
 
 def random_action(task: TaskSpec, env: PhoneEnv, reference: list[Action], cursor: list[int], last: Action | None,
@@ -102,7 +60,7 @@ def random_action(task: TaskSpec, env: PhoneEnv, reference: list[Action], cursor
         return Action(kind="tool_call", tool=rng.choice(["no_such_tool", *sorted(set(TOOLS) - set(task.tools))]),
                       arguments={})
     tool = rng.choice([t for t in task.tools if t in TOOLS])
-    return Action(kind="tool_call", tool=tool, arguments=_arguments(tool, env.world, reference, rng),
+    return Action(kind="tool_call", tool=tool, arguments=plausible_arguments(tool, env.world, reference, rng),
                   call_id=f"call-{rng.randrange(1000)}")
 
 
@@ -207,3 +165,7 @@ def test_trusted_records_equal_model_construct():
     assert fast.label == "harmful" and "label" in fast.model_fields_set
     with pytest.raises(TypeError, match="exactly its fields"):
         trusted(Verification, milestones=[])
+    error = {"code": "NOT_FOUND", "message": "no contact", "retryable": False, "hint": "search first"}
+    fast_error, slow_error = trusted(ToolError, **error), ToolError.model_construct(**error)  # as a step builds it
+    assert fast_error == slow_error and fast_error.model_fields_set == slow_error.model_fields_set
+    assert fast_error.model_dump_json() == slow_error.model_dump_json() and ERROR_FIELDS == error.keys()

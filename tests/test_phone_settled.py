@@ -1,7 +1,7 @@
 """Verdicts the incremental verifier stops re-checking stay what they were: for each kind in
 ``stepplan.SETTLED_WHEN``, once a check over a list of calls gives the settled verdict, no list of
-calls that extends it gives another (the finish arguments aside: the verifier re-runs every check on
-a finish)."""
+calls that extends it gives another; and a finish changes no verdict of a check that does not read the
+finish arguments (so a finish re-runs only those that do)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from warehouse.contract import Requirement
 
-from generators.phone.stepplan import SETTLED_WHEN
+from generators.phone.families import FAMILIES
+from generators.phone.stepplan import FINISH_BLIND, SETTLED_WHEN
 from generators.phone.verifier import check_outcome
 
 TOOLS = ["contacts_search", "mail_send", "notes_create"]
@@ -47,3 +48,38 @@ def test_a_settled_verdict_survives_every_later_call(kind):
             verdict_seen = verdict_seen or verdict == SETTLED_WHEN[kind]
         settled += verdict_seen
     assert settled > 30  # the random calls reach the settled verdict often enough to test it
+
+
+STATUSES = ["completed", "needs_user", "infeasible", "partial"]
+FINISHES = [None, {"status": "completed"}, {"status": "infeasible", "answer": "unknown", "summary": "s"},
+            {"status": "completed", "answer": 3, "claims": [{"fact": "x", "call_id": "step-0"}]}, {}]
+
+
+def _requirements_of_every_family() -> list[Requirement]:
+    out = []
+    for family in FAMILIES.values():
+        for seed in range(3):
+            for difficulty in range(1, family.max_difficulty + 1):
+                out += family.make_task(seed, difficulty).requirements
+    return out
+
+
+def test_a_finish_cannot_change_the_verdict_of_a_check_blind_to_it():
+    """On a finish the verifier re-runs only the checks that read the finish arguments: every other kind
+    (``stepplan.FINISH_BLIND``) gives the same verdict whatever they are, over the families' own requirements
+    and random lists of the calls their reference solutions make."""
+    rng, compared = random.Random("finish"), 0
+    pool = [{"tool": a.tool, "arguments": a.arguments} for family in FAMILIES.values()
+            for a in family.reference_actions(family.make_task(0, 1)) if a.kind in ("tool_call", "ask_user")]
+    reqs = [r for r in _requirements_of_every_family() if r.kind in FINISH_BLIND]
+    reqs += [Requirement(id="x", kind="exact_call", description="", params=rng.choice(pool)) for _ in range(20)]
+    assert {r.kind for r in reqs} == FINISH_BLIND  # every kind, with the params the families give it
+    for req in reqs:
+        for _ in range(5):
+            calls = [{"index": i, **rng.choice(pool), "ok": rng.random() < 0.8, "call_id": f"step-{i}",
+                      "result": {"session_id": "sa-0001"}} for i in range(rng.randint(0, 8))]
+            own = [{"status": status, "answer": req.params.get("expected", "unknown")} for status in STATUSES]
+            verdicts = {check_outcome(req, [], calls, finish)[0] for finish in FINISHES + own}
+            assert len(verdicts) == 1, (req.kind, req.params, calls)
+            compared += 1
+    assert compared > 200

@@ -217,3 +217,32 @@ def test_a_memory_or_skill_requirement_is_a_milestone_of_the_step_that_met_it_no
             assert actions[met_at[rid]].kind == "tool_call"
         seen += 1
     assert seen, f"no {fid} task with a memory or skill requirement in 12 seeds"
+
+
+def test_a_brief_verdict_equals_the_worded_one():
+    """check_verdict (what the step verifier asks: checks may stop at their first problem and word nothing)
+    gives check_outcome's verdict, for every requirement of every family after every step of random
+    trajectories."""
+    import random
+
+    from generators.phone.env import PhoneEnv
+    from generators.phone.families import FAMILIES
+    from generators.phone.verifier import check_outcome, check_verdict
+    from tests.test_phone_incremental import random_action
+
+    compared, failing = 0, 0
+    for family in FAMILIES.values():
+        for seed in range(2):
+            task = family.make_task(seed, family.max_difficulty)
+            env, rng = PhoneEnv(task, family), random.Random(f"brief-{task.task_id}")
+            env.reset()
+            reference, cursor, last, done = family.reference_actions(task), [0], None, False
+            while not done:
+                last = random_action(task, env, reference, cursor, last, rng)
+                done = env.step(last)[2]
+                changes = env.world.diff(env.initial, env.world.view())
+                for req in task.requirements:
+                    worded = check_outcome(req, changes, env.calls, env.finish_args)[0]
+                    assert check_verdict(req, changes, env.calls, env.finish_args) == worded, (task.task_id, req.id)
+                    compared, failing = compared + 1, failing + (not worded)
+    assert compared > 1000 and failing > 100  # failing checks are where a brief verdict stops early

@@ -79,3 +79,22 @@ def test_unordered_lists_compare_as_multisets_and_ordered_lists_by_order():
     assert world.diff(before) == [] and world.state_hash() == h
     world.table("playlists").rows["pl-1"]["tracks"] = ["tr-2", "tr-1"]
     assert [c["table"] for c in world.diff(before)] == ["playlists"] and world.state_hash() != h
+
+
+def test_row_json_is_canonical_json_for_every_value_a_step_encodes():
+    """The step encodes rows, call arguments and results with row_json (the C encoder made once); it must give
+    canonical_json's text for all of them: hostile values, nesting, non-ASCII, NaN, non-str keys, non-JSON objects."""
+    from datetime import date
+
+    from warehouse.ids import canonical_json
+
+    from generators.phone.families import FAMILIES
+    from generators.phone.world import row_json
+    from tests.phone_calls import HOSTILE
+
+    values = [*HOSTILE, float("nan"), float("inf"), -0.0, 1e300, 2**70, "zürich ☕", "\u2028", {1: "one", 2: "two"},
+              {"b": 1, "a": [1, {"d": None}]}, date(2026, 3, 2), ("a", 1), [[], {}, [[]]], True, None]
+    values += [a.arguments for family in FAMILIES.values() for a in family.reference_actions(family.make_task(0, 2))]
+    for value in values:
+        assert row_json(value) == canonical_json(value), value
+        assert row_json(["tool", value]) == canonical_json(["tool", value]), value

@@ -150,3 +150,23 @@ def test_the_review_apps_views_mark_a_subagents_steps():
     calls = [c for t in conversation_turns("Set it.", rec.steps) for c in t.calls]
     assert [c.actor for c in calls if c.tool.startswith("gui.")] == ["subagent:gui"] * 3
     json.dumps(rows, ensure_ascii=False)
+
+
+def test_a_plain_tool_call_sets_off_no_sub_agent_step():
+    """PhoneEnv.step skips subagent_steps when the action logged one plain tool_call event: that event must
+    never be a sub-agent's step, whatever the call."""
+    from generators.phone.families import FAMILIES
+    from generators.phone.services.subagents import subagent_steps
+    from generators.phone.tools import call_tool
+
+    for family in FAMILIES.values():
+        task = family.make_task(0, family.max_difficulty)
+        world = family.build_world(task)
+        for action in family.reference_actions(task):
+            if action.kind != "tool_call":
+                continue
+            logged = len(world.events)
+            call_tool(world, action.tool, action.arguments, allowed=task.tools)
+            new = world.events[logged:]
+            if len(new) == 1 and new[0]["kind"] == "tool_call":
+                assert subagent_steps(new) == [], (task.task_id, action.tool)

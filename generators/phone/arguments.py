@@ -82,7 +82,9 @@ def _compiled(name: str, parameters: dict[str, Any]) -> Compiled:
 def arguments_pass(name: str, parameters: dict[str, Any], args: Any) -> bool:
     """True only when :func:`check_arguments` finds nothing wrong, decided from the compiled parameters;
     False also when it cannot tell at once (the full check then decides)."""
-    allowed, required, plain, props = _compiled(name, parameters)
+    hit = _COMPILED.get(name)  # the compiled parameters, looked up here: a call of _compiled costs more than a check
+    compiled = hit[1] if hit is not None and hit[0] is parameters else _compiled(name, parameters)
+    allowed, required, plain, props = compiled
     if type(args) is not dict or not allowed.issuperset(args):
         return False
     for k in required:

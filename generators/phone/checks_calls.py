@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from warehouse.ids import canonical_json
 
 from generators.phone.matching import args_match, normalise
+from generators.phone.world import row_json
 
 Calls = list[dict[str, Any]]
 
@@ -45,8 +45,8 @@ def _check_partial_order(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[boo
 
 def _check_exact_call(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
     """Some successful call has exactly this tool and these arguments (no more, no fewer)."""
-    want = canonical_json(p["arguments"])
-    ok = any(c["ok"] and c["tool"] == p["tool"] and canonical_json(c["arguments"]) == want for c in calls)
+    want = row_json(p["arguments"])
+    ok = any(c["ok"] and c["tool"] == p["tool"] and row_json(c["arguments"]) == want for c in calls)
     return ok, "" if ok else f"no call {p['tool']}({want})"
 
 
@@ -85,7 +85,7 @@ def _check_claims_grounded(p: dict[str, Any], calls: Calls, finish_args: dict[st
         fact = normalise(str(claim.get("fact", "")))
         if source is None or not source["ok"]:
             return False, f"claim {n} cites no successful call ({claim.get('call_id')!r})"
-        if not fact or fact not in normalise(canonical_json(source.get("result"))):
+        if not fact or fact not in normalise(row_json(source.get("result"))):
             return False, f"claim {n} ({claim.get('fact')!r}) is not in what {claim.get('call_id')} returned"
     return True, ""
 

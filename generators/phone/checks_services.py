@@ -65,7 +65,7 @@ def _skill_gating(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]
     return True, ""
 
 
-def _handoff(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
+def _handoff(p: dict[str, Any], calls: Calls, brief: bool = False, **_: Any) -> tuple[bool, str]:
     """A session of the agent was started with these inputs (normalised; the ones named) and then run (to
     success, or to failure with ``run_ok: false``);
     with ``after``, only once that tool had succeeded (its prerequisite)."""
@@ -84,7 +84,7 @@ def _handoff(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
         if prereq and not any(x["ok"] and x["tool"] == prereq and x["index"] < c["index"] for x in calls):
             return False, f"the {p['agent']} agent was started before {prereq} succeeded"
         return True, ""
-    return False, f"no {p['agent']} session started with inputs {want}"
+    return False, "" if brief else f"no {p['agent']} session started with inputs {want}"
 
 
 def _no_fabrication(p: dict[str, Any], finish_args: dict[str, Any] | None, calls: Calls, **_: Any) -> tuple[bool, str]:

@@ -6,10 +6,11 @@ hash, harness notices) and a Verification (milestones, minefields, progress, lab
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
-from warehouse.ids import canonical_json
 
 from generators.phone.digests import Baseline, StateDigest
 from generators.phone.families import Family, get_family
@@ -20,9 +21,10 @@ from generators.phone.stepverify import IncrementalVerifier
 from generators.phone.trusted import trusted
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
-from generators.phone.world import World, diff_table
+from generators.phone.world import World, diff_table, row_json
 
 ENV_VERSION = "0.2"
+ERROR_FIELDS = frozenset(ToolError.model_fields)
 STOP_GUESSING = ("This exact call has now failed twice. Stop guessing: read the error's hint, "
                  "look the value up with a read tool, or ask the user.")
 
@@ -145,16 +147,25 @@ class PhoneEnv:
         world, index = self.world, self.steps
         logged = len(world.events)
         kind, reply = apply_action(world, self.task, action, answer)
-        # what sub-agents did during this action (a run, an automation firing): their own steps
-        self.delegated = subagent_steps(world.events[logged:]) if len(world.events) > logged else []
+        # what sub-agents did during this action (a run, an automation firing): their own steps; a plain tool
+        # call logs one event of its own
+        events = world.events
+        plain = len(events) == logged + 1 and events[-1]["kind"] == "tool_call"
+        self.delegated = subagent_steps(events[logged:]) if len(events) > logged and not plain else []
         if kind == "tool_call" or kind == "ask_user":  # asking is behaviour the verifier checks, so it is a call too
-            self._record(index, action, reply, tool=kind if kind == "ask_user" else None)
+            self.calls.append({"index": index, "tool": kind if kind == "ask_user" else action.tool,
+                               "arguments": action.arguments, "ok": reply["ok"],
+                               "call_id": action.call_id or f"step-{index}", "result": reply.get("data")})
         if kind == "finish" and reply["ok"]:
             self.finish_args = dict(action.arguments)
             self.done, self.termination = True, "finished"
         self.steps += 1
         notices = self._notices(kind, action, reply)
-        error = ToolError.model_construct(**reply["error"]) if not reply["ok"] else None
+        error = None
+        if not reply["ok"]:  # every typed error has the four fields (model_construct: only if one day it does not)
+            fields = reply["error"]
+            error = (trusted(ToolError, **fields) if fields.keys() == ERROR_FIELDS
+                     else ToolError.model_construct(**fields))
         if not self.incremental:  # the definition: the whole world copied, diffed and hashed
             after = world.snapshot()
             delta = world.diff(self._last, after)
@@ -165,7 +176,7 @@ class PhoneEnv:
                 self.done
         # only the tools of an app change its tables (tests keep this true), so only those are compared
         tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
-        touched = self._tables_of(tool.app) if tool else ()
+        touched = (self._app_tables.get(tool.app) or self._tables_of(tool.app)) if tool else ()
         if world.wide:  # a macro, a sub-agent or an automation reached beyond one app
             touched, world.wide = self._tables_of(None), False
         delta, moved = self._changes(touched)
@@ -196,10 +207,9 @@ class PhoneEnv:
             rows = t.rows
             if rows == before:  # one C-level comparison: the table did not move
                 continue
-            if rows.keys() == before.keys():
-                keys = [k for k, r in rows.items() if r != before[k]]
-            else:  # rows added or removed
-                keys = [k for k, r in rows.items() if r != before.get(k)]
+            # the rows that differ from the last step's (or are new), compared in C: a table may hold a hundred
+            keys = list(compress(rows, map(ne, rows.values(), map(before.get, rows))))
+            if rows.keys() != before.keys():  # rows added or removed
                 keys += before.keys() - rows.keys()
             now = dict(before)
             for k in keys:
@@ -217,15 +227,10 @@ class PhoneEnv:
                 self._digest.rows_changed(name, [c["key"] for c in part])
         return [c for part in parts for c in part] if len(parts) != 1 else parts[0], moved
 
-    def _record(self, index: int, action: Action, reply: dict[str, Any], tool: str | None = None) -> None:
-        self.calls.append({"index": index, "tool": tool or action.tool, "arguments": action.arguments,
-                           "ok": reply["ok"], "call_id": action.call_id or f"step-{index}",
-                           "result": reply.get("data")})
-
     def _notices(self, kind: str, action: Action, reply: dict[str, Any]) -> list[str]:
         notices = []
         if not reply["ok"]:
-            key = canonical_json([kind, action.tool, action.arguments])
+            key = row_json([kind, action.tool, action.arguments])
             self.failures[key] = self.failures.get(key, 0) + 1
             if self.failures[key] >= 2:
                 notices.append(STOP_GUESSING)

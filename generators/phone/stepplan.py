@@ -50,6 +50,9 @@ READ_CALLS_ONCE_FINISHED = frozenset(["claims_grounded", "no_fabrication"])
 # these reads the finish arguments): a call that came stays come, an order once matched stays matched,
 # a forbidden call once made stays made
 SETTLED_WHEN = {"called": True, "exact_call": True, "order": True, "forbidden": False}
+# kinds whose check never reads the finish arguments: a finish (which records no call) cannot change their verdict
+FINISH_BLIND = frozenset(["called", "exact_call", "order", "forbidden", "partial_order", "asked_before",
+                          "skill_gating", "handoff", "efficiency"])
 
 
 def requirements_signature(reqs: list[Requirement]) -> list[tuple[Any, ...]]:
@@ -84,6 +87,7 @@ class VerifierPlan:
                 for tool in reads or ():
                     self.by_tool[finished].setdefault(tool, []).append(i)
         self.settles = [SETTLED_WHEN.get(r.kind) for r in reqs]  # None: never settled
+        self.reads_finish = [i for i in self.other if reqs[i].kind not in FINISH_BLIND]  # re-run on a finish
         self.forbidden = [i for i, r in enumerate(reqs) if r.kind == "forbidden"]
         # the one table a state check reads, or None: every table (allowed_changes)
         self.reads = {i: None if reqs[i].kind == "allowed_changes"

@@ -18,12 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from warehouse.contract import Action, Feedback, TaskSpec, Verification
-from warehouse.ids import canonical_json
 
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
-from generators.phone.verifier import Calls, SeenCalls, check_outcome, step_label
-from generators.phone.world import Snapshot, Table, diff_table
+from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label
+from generators.phone.world import Snapshot, Table, diff_table, row_json
 
 
 class LazySeenCalls(SeenCalls):
@@ -39,10 +38,10 @@ class LazySeenCalls(SeenCalls):
         if seen is None:
             self.by_tool[tool] = [[arguments, None]]
             return False
-        key = canonical_json(arguments)
+        key = row_json(arguments)
         for entry in seen:
             if entry[1] is None:
-                entry[1] = canonical_json(entry[0])
+                entry[1] = row_json(entry[0])
             if entry[1] == key:
                 return True
         seen.append([arguments, key])
@@ -61,6 +60,7 @@ class IncrementalVerifier:
         self.reqs, self.ids, self.weights, self.total, self.hard = p.reqs, p.ids, p.weights, p.total, p.hard
         self.hard_ids, self.noop, self.state, self.other = p.hard_ids, p.noop, p.state, p.other
         self.by_tool, self.any_call, self.settles, self.forbidden = p.by_tool, p.any_call, p.settles, p.forbidden
+        self.reads_finish = p.reads_finish
         self.reads, self.source = p.reads, p.source
         self.changes: dict[str, list[dict[str, Any]]] = {}  # per table, its changes since the start
         self.entries: dict[str, dict[str, dict[str, Any]]] = {}  # the same, by table and key
@@ -118,7 +118,7 @@ class IncrementalVerifier:
                 changes = [c for name in sorted(self.changes) for c in self.changes[name]]
             else:
                 changes = self._changes_of(table)
-            self.own[i] = check_outcome(self.reqs[i], changes, calls, finish_args)[0]
+            self.own[i] = check_verdict(self.reqs[i], changes, calls, finish_args)
             self.seen[i] = version
         for i in self.state:
             flag = self.own[self.source[i]]
@@ -127,18 +127,19 @@ class IncrementalVerifier:
         return changed
 
     def _call_checks(self, calls: Calls, finish_args: dict[str, Any] | None) -> bool:
-        if finish_args is not self.finish_seen:
-            rerun: Any = self.other  # the finish arguments are read by any of them
-        else:
+        rerun: Any = []
+        if len(calls) != self.calls_seen:  # the checks that read a call that came
             after = finish_args is not None
-            by_tool, rerun = self.by_tool[after], set(self.any_call[after])
+            by_tool, came = self.by_tool[after], set(self.any_call[after])
             for c in calls[self.calls_seen:]:
-                rerun.update(by_tool.get(c["tool"], ()))
-            rerun = [i for i in rerun if self.settles[i] != self.flags[i]]
+                came.update(by_tool.get(c["tool"], ()))
+            rerun = [i for i in came if self.settles[i] != self.flags[i]]
+        if finish_args is not self.finish_seen:  # and those that read the finish arguments
+            rerun = self.reads_finish if not rerun else sorted({*rerun, *self.reads_finish})
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
         for i in rerun:  # the definition gives these no changes during the episode
-            flag = check_outcome(self.reqs[i], [], calls, finish_args)[0]
+            flag = check_verdict(self.reqs[i], [], calls, finish_args)
             if flag != self.flags[i]:
                 self.flags[i], changed = flag, True
         return changed

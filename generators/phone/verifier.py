@@ -26,7 +26,8 @@ from generators.phone.world import Snapshot, World
 Calls = list[dict[str, Any]]
 
 
-def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
+def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], brief: bool = False,
+                      **_: Any) -> tuple[bool, str]:
     table, match, per_field = p["table"], p.get("match", "normalised"), p.get("field_match", {})
     mine = [c for c in changes if c["table"] == table]
     problems = []
@@ -34,12 +35,16 @@ def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any
     for want in p.get("added", []):  # each expected row needs its own added row
         hit = next((c for c in free if fields_match(want, c["after"], match, per_field)), None)
         if hit is None:
+            if brief:
+                return False, ""
             problems.append(f"no added row matches {want}")
         else:
             free.remove(hit)
     for want in p.get("updated", []):
         hit = next((c for c in mine if c["op"] == "updated" and c["key"] == want["key"]), None)
         if hit is None or not fields_match(want["fields"], hit["after"], match, per_field):
+            if brief:
+                return False, ""
             problems.append(f"{want['key']} not updated to {want['fields']}")
     removed = {c["key"] for c in mine if c["op"] == "removed"}
     problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
@@ -147,11 +152,23 @@ CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
 
 def check_outcome(req: Requirement, changes: list[dict[str, Any]], calls: Calls,
                   finish_args: dict[str, Any] | None) -> tuple[bool, str]:
-    """(passed, detail) of one requirement; an unknown kind fails loudly in the detail, never silently passes."""
+    """(passed, detail) of one requirement; an unknown kind fails loudly in the detail, never silently passes.
+
+    Every check takes ``(params, changes=, calls=, finish_args=)`` and ignores keywords it does not read; one
+    that words costly details may take ``brief=True`` (see :func:`check_verdict`)."""
     check = CHECKS.get(req.kind)
     if check is None:
         return False, f"unknown requirement kind {req.kind!r}"
     return check(req.params, changes=changes, calls=calls, finish_args=finish_args)
+
+
+def check_verdict(req: Requirement, changes: list[dict[str, Any]], calls: Calls,
+                  finish_args: dict[str, Any] | None) -> bool:
+    """Whether one requirement passes: :func:`check_outcome`'s verdict, without wording what fails (``brief``:
+    a check may stop at its first problem)."""
+    check = CHECKS.get(req.kind)
+    return check is not None and check(req.params, changes=changes, calls=calls, finish_args=finish_args,
+                                       brief=True)[0]
 
 
 def check_requirement(req: Requirement, changes: list[dict[str, Any]], calls: Calls,

@@ -42,7 +42,7 @@ Row = dict[str, Any]
 Snapshot = dict[str, dict[str, Row]]
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a reset copies every table of a world, and fewer objects make it and the GC cheaper
 class Table:
     """One app table: a primary key, incidental fields, rows keyed by the key's value."""
 
@@ -53,6 +53,9 @@ class Table:
     app: str = ""  # the app whose tools alone may change this table
     # list fields whose order means nothing (compared as multisets); every other list is ordered
     unordered: tuple[str, ...] = ()
+    # copy on write: the rows this table shares with the world it was copied from (or with its copies), while
+    # ``rows`` is not set; never changed, and None once the table has rows of its own
+    _shared: dict[str, Row] | None = field(default=None, init=False, repr=False, compare=False)
 
     def insert(self, row: Row) -> Row:
         """Add a row (a copy); its key field must be a string not yet present."""
@@ -66,10 +69,10 @@ class Table:
 
     def __getattr__(self, name: str) -> Any:
         # only reached when ``rows`` is not set yet: a copy-on-write table makes its own rows on first use
-        shared = self.__dict__.get("_shared") if name == "rows" else None
+        shared = self._shared if name == "rows" else None
         if shared is not None:
             rows = self.rows = {k: dict(r) for k, r in shared.items()}
-            self.__dict__.pop("_shared", None)
+            self._shared = None
             return rows
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -78,36 +81,45 @@ class Table:
 
         The rows as they are now become shared and are never changed again: this table goes
         copy-on-write as well, so changing either table never reaches the other."""
-        # in this order, a copy taken in another thread meanwhile (a family's kept world is copied by
-        # every rollout) finds the rows under one name or the other and shares them either way
-        state = self.__dict__
-        rows = state.get("rows")
-        if rows is not None:
-            state["_shared"] = rows
-            state.pop("rows", None)
+        shared = self._shared
+        if shared is None:
+            # in this order, a copy taken in another thread meanwhile (a family's kept world is copied by
+            # every rollout) finds the rows under one name or the other and shares them either way
+            shared = self._shared = self.rows
+            try:
+                del self.rows
+            except AttributeError:  # that other copy removed them first
+                pass
         other = Table.__new__(Table)
-        mine = other.__dict__
-        mine.update(state)
-        rows = mine.pop("rows", None)
-        if rows is not None:
-            mine["_shared"] = rows
+        other.name, other.key, other.incidental, other.app, other.unordered = (
+            self.name, self.key, self.incidental, self.app, self.unordered)
+        other._shared = shared
         return other
 
     def shares(self, rows: dict[str, Row]) -> bool:
         """Whether this table still shares ``rows`` (a world's rows at a copy): it was not used since, so
         its rows are exactly those."""
-        return self.__dict__.get("_shared") is rows
+        return self._shared is rows
 
     def get(self, key: str) -> Row | None:
-        """The row with this key, or None."""
+        """The row with this key, to change it (a table still shared copies its rows first), or None (then
+        nothing is copied)."""
+        shared = self._shared
+        if shared is not None and key not in shared:
+            return None
         return self.rows.get(key)
+
+    def peek(self, key: str) -> Row | None:
+        """The row with this key, or None, only to read it: rows still shared are not copied for it (so never
+        change what this returns)."""
+        shared = self._shared
+        return (shared if shared is not None else self.rows).get(key)
 
     def readable(self) -> dict[str, Row]:
         """The rows, for reading at once: rows still shared are not copied for it (so never change what
         this returns, nor keep it)."""
-        state = self.__dict__
-        rows = state.get("rows")
-        return rows if rows is not None else state["_shared"]
+        shared = self._shared
+        return shared if shared is not None else self.rows
 
     def essential(self, row: Row) -> Row:
         """The row without its incidental fields, unordered lists sorted: what the hash and diff look at

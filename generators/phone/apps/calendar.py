@@ -61,7 +61,7 @@ def list_events(world: World, date: str | None = None, start_date: str | None = 
         lo = resolve_date(start_date, world.now).isoformat()
     if end_date:
         hi = resolve_date(end_date, world.now).isoformat()
-    rows = sorted(world.table("events").rows.values(), key=lambda r: (r["date"], r["start"], r["id"]))
+    rows = sorted(world.table("events").readable().values(), key=lambda r: (r["date"], r["start"], r["id"]))
     hits = [
         {k: r[k] for k in ("id", "title", "date", "start", "end", "location")}
         for r in rows
@@ -124,7 +124,7 @@ def delete_event(world: World, event_id: str) -> dict[str, Any]:
       params(query={"type": "string"}))
 def list_alarms(world: World, query: str | None = None) -> dict[str, Any]:
     q = (query or "").strip().lower()
-    rows = sorted(world.table("alarms").rows.values(), key=lambda r: (r["time"], r["id"]))
+    rows = sorted(world.table("alarms").readable().values(), key=lambda r: (r["time"], r["id"]))
     return {"items": [{k: r[k] for k in ("id", "time", "label", "enabled")} for r in rows if q in r["label"].lower()]}
 
 

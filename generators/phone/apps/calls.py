@@ -32,7 +32,7 @@ def seed(world: World, rng: random.Random) -> None:
 @tool("calls_list", "phone", "read", "The call log, newest first; optionally only missed calls. Paginated.",
       params(missed_only={"type": "boolean"}, **_PAGE))
 def list_calls(world: World, missed_only: bool = False, page: int = 1, page_size: int = 10) -> dict[str, Any]:
-    rows = sorted(world.table("call_log").rows.values(), key=lambda r: (r["at"], r["id"]), reverse=True)
+    rows = sorted(world.table("call_log").readable().values(), key=lambda r: (r["at"], r["id"]), reverse=True)
     hits = [{k: v for k, v in r.items() if k != "seen"} for r in rows if not missed_only or r["direction"] == "missed"]
     return paginate(hits, page, page_size)
 
@@ -43,7 +43,7 @@ def dial(world: World, contact_id: str | None = None, number: str | None = None)
     if (contact_id is None) == (number is None):
         raise PhoneError("INVALID_ARGUMENT", "give exactly one of contact_id or number")
     if contact_id is not None:
-        row = world.table("contacts").get(contact_id)
+        row = world.table("contacts").peek(contact_id)
         if row is None or not row["phone"]:
             raise PhoneError("NOT_FOUND", f"no contact {contact_id!r} with a phone number",
                              hint="find the id with contacts_search")

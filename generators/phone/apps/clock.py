@@ -33,7 +33,7 @@ def start(world: World, minutes: int, label: str = "") -> dict[str, Any]:
       params(query={"type": "string"}))
 def list_timers(world: World, query: str | None = None) -> dict[str, Any]:
     q = (query or "").strip().lower()
-    return {"items": [_view(world, r) for r in sorted(world.table("timers").rows.values(), key=lambda r: r["id"])
+    return {"items": [_view(world, r) for r in sorted(world.table("timers").readable().values(), key=lambda r: r["id"])
                       if q in r["label"].lower()]}
 
 

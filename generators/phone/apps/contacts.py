@@ -59,8 +59,12 @@ def paginate(items: list[Any], page: int, page_size: int) -> dict[str, Any]:
             "total": len(items), "has_more": start + page_size < len(items)}
 
 
+def _by_name(r: dict[str, Any]) -> tuple[str, str, str]:
+    return r["last_name"], r["first_name"], r["id"]
+
+
 def _sorted_rows(world: World) -> list[dict[str, Any]]:
-    return sorted(world.table("contacts").rows.values(), key=lambda r: (r["last_name"], r["first_name"], r["id"]))
+    return sorted(world.table("contacts").readable().values(), key=_by_name)
 
 
 def _row(world: World, contact_id: str) -> dict[str, Any]:
@@ -79,13 +83,12 @@ def search(world: World, query: str, page: int = 1, page_size: int = 10) -> dict
     if not q:
         raise PhoneError("INVALID_ARGUMENT", "query is empty", hint="search for part of a name, number or email")
     digits = "".join(ch for ch in q if ch.isdigit())
-    hits = []
-    for r in _sorted_rows(world):
-        text = f"{r['first_name']} {r['last_name']} {r['email']} {r['company']}".lower()
-        phone_digits = "".join(ch for ch in r["phone"] if ch.isdigit())
-        if q in text or q in r["phone"].lower() or (len(digits) >= 4 and digits in phone_digits):
-            hits.append(summary(r))
-    return paginate(hits, page, page_size)
+    by_digits = len(digits) >= 4  # a number typed in any format
+    hits = [r for r in world.table("contacts").readable().values()
+            if q in f"{r['first_name']} {r['last_name']} {r['email']} {r['company']}".lower() or q in r["phone"].lower()
+            or (by_digits and digits in "".join(ch for ch in r["phone"] if ch.isdigit()))]
+    hits.sort(key=_by_name)
+    return paginate([summary(r) for r in hits], page, page_size)
 
 
 @tool("contacts_list", APP, "read", "List all contacts sorted by last name. Paginated.",
@@ -142,4 +145,4 @@ def delete(world: World, contact_id: str) -> dict[str, Any]:
 
 @tool("contacts_sync", APP, "meta", "Sync contacts with the cloud account.", params(), NEEDS + ("network",))
 def sync(world: World) -> dict[str, Any]:
-    return {"synced": len(world.table("contacts").rows), "at": world.now.isoformat()}
+    return {"synced": len(world.table("contacts").readable()), "at": world.now.isoformat()}

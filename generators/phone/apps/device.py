@@ -68,7 +68,7 @@ def _require_network(world: World, _: str) -> None:
 @requirement_check("permission")
 def _require_permission(world: World, perm: str) -> None:
     table = world.tables.get("permissions")
-    row = table.readable().get(perm) if table else None
+    row = table.peek(perm) if table else None
     if row is not None and not row["granted"]:
         hint = f"the user must grant the {perm} permission (device_grant_permission)"
         raise PhoneError("PERMISSION_DENIED", f"the {perm} permission is not granted", hint=hint)
@@ -79,7 +79,7 @@ _ENABLED = {"enabled": {"type": "boolean", "description": "true to switch on, fa
 
 @tool("device_get_settings", APP, "read", "Read all device settings (radios, sound, display).")
 def get_settings(world: World) -> dict[str, Any]:
-    return {name: row["value"] for name, row in sorted(world.table("device").rows.items())}
+    return {name: row["value"] for name, row in sorted(world.table("device").readable().items())}
 
 
 @tool("device_check_connectivity", APP, "read", "Report whether the phone is online and through what.")

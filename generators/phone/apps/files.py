@@ -47,8 +47,10 @@ def seed(world: World, rng: random.Random) -> None:
         add_file(world, name, "Documents", "document", f"{name} contents")
 
 
-def _row(world: World, file_id: str) -> dict[str, Any]:
-    row = world.table("files").get(file_id)
+def _row(world: World, file_id: str, reading: bool = False) -> dict[str, Any]:
+    """The file (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table("files")
+    row = table.peek(file_id) if reading else table.get(file_id)
     if row is None:
         raise PhoneError("NOT_FOUND", f"no file with id {file_id!r}", hint="find the id with files_list or files_search")
     return row
@@ -62,7 +64,7 @@ def _view(r: dict[str, Any]) -> dict[str, Any]:
       params(folder={"type": "string"}, kind={"type": "string", "enum": KINDS}, **_PAGE), NEEDS)
 def list_files(world: World, folder: str | None = None, kind: str | None = None, page: int = 1,
                page_size: int = 10) -> dict[str, Any]:
-    rows = sorted(world.table("files").rows.values(), key=lambda r: (r["created_at"], r["id"]), reverse=True)
+    rows = sorted(world.table("files").readable().values(), key=lambda r: (r["created_at"], r["id"]), reverse=True)
     hits = [_view(r) for r in rows if (folder is None or r["folder"] == folder) and (kind is None or r["kind"] == kind)]
     return paginate(hits, page, page_size)
 
@@ -71,17 +73,17 @@ def list_files(world: World, folder: str | None = None, kind: str | None = None,
       params(["query"], query={"type": "string"}, **_PAGE), NEEDS)
 def search_files(world: World, query: str, page: int = 1, page_size: int = 10) -> dict[str, Any]:
     q = query.strip().lower()
-    rows = sorted(world.table("files").rows.values(), key=lambda r: r["id"])
+    rows = sorted(world.table("files").readable().values(), key=lambda r: r["id"])
     return paginate([_view(r) for r in rows if q and q in r["name"].lower()], page, page_size)
 
 
 @tool("photos_read_text", APP, "read", "Read the text in a photo (OCR).", params(["file_id"], file_id={"type": "string"}),
       NEEDS)
 def read_text(world: World, file_id: str) -> dict[str, Any]:
-    row = _row(world, file_id)
+    row = _row(world, file_id, reading=True)
     if row["kind"] != "photo":
         raise PhoneError("INVALID_ARGUMENT", f"{row['name']} is a {row['kind']}, not a photo", hint="pick a photo")
-    row["opened_at"] = world.now.isoformat()
+    _row(world, file_id)["opened_at"] = world.now.isoformat()  # the table is copied only now, to change it
     return {"file_id": file_id, "text": row["text"]}
 
 

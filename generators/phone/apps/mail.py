@@ -36,15 +36,17 @@ def _header(r: dict[str, Any]) -> dict[str, Any]:
             "at": r["at"], "attachments": [a["name"] for a in r["attachments"]]}
 
 
-def _row(world: World, mail_id: str) -> dict[str, Any]:
-    row = world.table("mails").get(mail_id)
+def _row(world: World, mail_id: str, reading: bool = False) -> dict[str, Any]:
+    """The mail (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table("mails")
+    row = table.peek(mail_id) if reading else table.get(mail_id)
     if row is None:
         raise PhoneError("NOT_FOUND", f"no mail with id {mail_id!r}", hint="find the id with mail_search or mail_list")
     return row
 
 
 def _newest(world: World) -> list[dict[str, Any]]:
-    return sorted(world.table("mails").rows.values(), key=lambda r: (r["at"], r["id"]), reverse=True)
+    return sorted(world.table("mails").readable().values(), key=lambda r: (r["at"], r["id"]), reverse=True)
 
 
 @tool("mail_list", APP, "read", "List mail headers in a folder, newest first. Paginated.",
@@ -66,15 +68,16 @@ def search_mail(world: World, query: str, page: int = 1, page_size: int = 10) ->
 @tool("mail_read", APP, "read", "Read one mail: headers, body and attachment names.",
       params(["mail_id"], mail_id={"type": "string"}))
 def read(world: World, mail_id: str) -> dict[str, Any]:
-    row = _row(world, mail_id)
-    row["read"] = True
+    row = _row(world, mail_id, reading=True)
+    if not row["read"]:  # the table is copied only to change it
+        _row(world, mail_id)["read"] = True
     return {**_header(row), "body": row["body"]}
 
 
 @tool("mail_open_attachment", APP, "read", "Open an attachment of a mail and return its text.",
       params(["mail_id", "name"], mail_id={"type": "string"}, name={"type": "string"}))
 def open_attachment(world: World, mail_id: str, name: str) -> dict[str, Any]:
-    row = _row(world, mail_id)
+    row = _row(world, mail_id, reading=True)
     for a in row["attachments"]:
         if a["name"] == name:
             return {"mail_id": mail_id, "name": name, "text": a["text"]}

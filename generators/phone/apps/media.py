@@ -51,7 +51,7 @@ def _track(world: World, track_id: str) -> dict[str, Any]:
 @tool("media_search", APP, "read", "Search tracks by title or artist.", params(["query"], query={"type": "string"}))
 def search(world: World, query: str) -> dict[str, Any]:
     q = query.strip().lower()
-    return {"items": [dict(r) for r in world.table("tracks").rows.values()
+    return {"items": [dict(r) for r in world.table("tracks").readable().values()
                       if q and q in f"{r['title']} {r['artist']}".lower()]}
 
 
@@ -59,7 +59,7 @@ def search(world: World, query: str) -> dict[str, Any]:
       "contains a word.", params(query={"type": "string"}))
 def list_playlists(world: World, query: str | None = None) -> dict[str, Any]:
     q = (query or "").strip().lower()
-    return {"items": [dict(r) for r in world.table("playlists").rows.values() if q in r["name"].lower()]}
+    return {"items": [dict(r) for r in world.table("playlists").readable().values() if q in r["name"].lower()]}
 
 
 @tool("playlists_create", APP, "write", "Create an empty playlist.", params(["name"], name={"type": "string"}))

@@ -29,7 +29,7 @@ def add_message(world: World, contact_id: str, text: str, *, incoming: bool = Tr
 
 
 def _contact_name(world: World, contact_id: str) -> str:
-    row = world.tables["contacts"].get(contact_id) if "contacts" in world.tables else None
+    row = world.tables["contacts"].peek(contact_id) if "contacts" in world.tables else None
     return f"{row['first_name']} {row['last_name']}" if row else contact_id
 
 
@@ -41,10 +41,12 @@ def _view(world: World, r: dict[str, Any]) -> dict[str, Any]:
 @tool("messages_list", APP, "read", "List messages newest first, optionally only one contact's thread. Paginated.",
       params(contact_id={"type": "string"}, **_PAGE), NEEDS)
 def list_messages(world: World, contact_id: str | None = None, page: int = 1, page_size: int = 10) -> dict[str, Any]:
-    rows = sorted(world.table("messages").rows.values(), key=lambda r: (r["at"], r["id"]), reverse=True)
+    table = world.table("messages")
+    rows = sorted(table.readable().values(), key=lambda r: (r["at"], r["id"]), reverse=True)
     hits = [r for r in rows if contact_id is None or r["contact_id"] == contact_id]
     for r in hits[(page - 1) * page_size: page * page_size]:
-        r["read"] = True
+        if not r["read"]:  # the table is copied only when a message is shown for the first time
+            table.rows[r["id"]]["read"] = True
     return paginate([_view(world, r) for r in hits], page, page_size)
 
 
@@ -54,7 +56,7 @@ def search_messages(world: World, query: str, page: int = 1, page_size: int = 10
     q = query.strip().lower()
     if not q:
         raise PhoneError("INVALID_ARGUMENT", "query is empty", hint="search for a word or a name")
-    rows = sorted(world.table("messages").rows.values(), key=lambda r: (r["at"], r["id"]), reverse=True)
+    rows = sorted(world.table("messages").readable().values(), key=lambda r: (r["at"], r["id"]), reverse=True)
     hits = [_view(world, r) for r in rows if q in r["text"].lower() or q in _contact_name(world, r["contact_id"]).lower()]
     return paginate(hits, page, page_size)
 
@@ -62,7 +64,7 @@ def search_messages(world: World, query: str, page: int = 1, page_size: int = 10
 @tool("messages_send", APP, "write", "Send a text message to a contact (by contact id).",
       params(["contact_id", "text"], contact_id={"type": "string"}, text={"type": "string"}), NEEDS + ("network",), sensitive="sends to new recipients")
 def send(world: World, contact_id: str, text: str) -> dict[str, Any]:
-    if "contacts" in world.tables and world.table("contacts").get(contact_id) is None:
+    if "contacts" in world.tables and world.table("contacts").peek(contact_id) is None:
         raise PhoneError("NOT_FOUND", f"no contact with id {contact_id!r}", hint="find the id with contacts_search")
     if not text.strip():
         raise PhoneError("INVALID_ARGUMENT", "text is empty", hint="write the message text")

@@ -37,18 +37,18 @@ def add_todo(world: World, title: str, due: str = "", done: bool = False) -> dic
 
 
 def _folder(world: World, name: str) -> str:
-    for existing in world.table("folders").rows:
+    for existing in world.table("folders").readable():
         if existing.casefold() == name.strip().casefold():
             return existing
     raise PhoneError("NOT_FOUND", f"no folder named {name!r}",
-                     hint=f"folders: {sorted(world.table('folders').rows)}; create one with notes_create_folder")
+                     hint=f"folders: {sorted(world.table('folders').readable())}; create one with notes_create_folder")
 
 
 @tool("notes_list", APP, "read", "List notes (title, folder, first line), optionally in one folder. Paginated.",
       params(folder={"type": "string"}, **_PAGE))
 def list_notes(world: World, folder: str | None = None, page: int = 1, page_size: int = 10) -> dict[str, Any]:
     name = _folder(world, folder) if folder else None
-    rows = sorted(world.table("notes").rows.values(), key=lambda r: (r["folder"], r["title"], r["id"]))
+    rows = sorted(world.table("notes").readable().values(), key=lambda r: (r["folder"], r["title"], r["id"]))
     hits = [{"id": r["id"], "title": r["title"], "folder": r["folder"], "preview": r["body"].split("\n")[0][:60]}
             for r in rows if name is None or r["folder"] == name]
     return paginate(hits, page, page_size)
@@ -58,13 +58,13 @@ def list_notes(world: World, folder: str | None = None, page: int = 1, page_size
       params(["query"], query={"type": "string"}, **_PAGE))
 def search_notes(world: World, query: str, page: int = 1, page_size: int = 10) -> dict[str, Any]:
     q = query.strip().lower()
-    rows = sorted(world.table("notes").rows.values(), key=lambda r: (r["title"], r["id"]))
+    rows = sorted(world.table("notes").readable().values(), key=lambda r: (r["title"], r["id"]))
     return paginate([dict(r) for r in rows if q in f"{r['title']} {r['body']}".lower()], page, page_size)
 
 
 @tool("notes_get", APP, "read", "Get one note with its full body.", params(["note_id"], note_id={"type": "string"}))
 def get_note(world: World, note_id: str) -> dict[str, Any]:
-    row = world.table("notes").get(note_id)
+    row = world.table("notes").peek(note_id)
     if row is None:
         raise PhoneError("NOT_FOUND", f"no note with id {note_id!r}", hint="find the id with notes_search")
     return dict(row)
@@ -72,7 +72,7 @@ def get_note(world: World, note_id: str) -> dict[str, Any]:
 
 @tool("notes_list_folders", APP, "read", "List note folders.")
 def list_folders(world: World) -> dict[str, Any]:
-    return {"items": sorted(world.table("folders").rows)}
+    return {"items": sorted(world.table("folders").readable())}
 
 
 @tool("notes_create_folder", APP, "write", "Create a note folder.", params(["name"], name={"type": "string"}))
@@ -117,7 +117,7 @@ def delete_note(world: World, note_id: str) -> dict[str, Any]:
       params(include_done={"type": "boolean"}, query={"type": "string"}))
 def list_todos(world: World, include_done: bool = False, query: str | None = None) -> dict[str, Any]:
     q = (query or "").strip().lower()
-    rows = sorted(world.table("todos").rows.values(), key=lambda r: (r["due"] or "9999", r["id"]))
+    rows = sorted(world.table("todos").readable().values(), key=lambda r: (r["due"] or "9999", r["id"]))
     return {"items": [{k: r[k] for k in ("id", "title", "due", "done")} for r in rows
                       if (include_done or not r["done"]) and q in r["title"].lower()]}
 

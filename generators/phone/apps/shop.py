@@ -52,14 +52,14 @@ def _order(world: World, order_id: str) -> dict[str, Any]:
       ("network",))
 def search_products(world: World, query: str) -> dict[str, Any]:
     q = query.strip().lower()
-    return {"items": [dict(r) for r in world.table("products").rows.values() if q and q in r["name"].lower()]}
+    return {"items": [dict(r) for r in world.table("products").readable().values() if q and q in r["name"].lower()]}
 
 
 @tool("shop_place_order", APP, "write", "Order a product.",
       params(["product_id"], product_id={"type": "string"}, quantity={"type": "integer", "minimum": 1, "maximum": 20}),
       ("network",), sensitive="places an order")
 def place_order(world: World, product_id: str, quantity: int = 1) -> dict[str, Any]:
-    product = world.table("products").get(product_id)
+    product = world.table("products").peek(product_id)
     if product is None:
         raise PhoneError("NOT_FOUND", f"no product {product_id!r}", hint="find it with shop_search_products")
     return dict(add_order(world, product["name"], product["price"], quantity, "placed", world.now.date().isoformat()))
@@ -68,7 +68,7 @@ def place_order(world: World, product_id: str, quantity: int = 1) -> dict[str, A
 @tool("shop_list_orders", APP, "read", "List orders, newest first, optionally by status or item name (substring).",
       params(status={"type": "string", "enum": STATUSES}, query={"type": "string"}))
 def list_orders(world: World, status: str | None = None, query: str | None = None) -> dict[str, Any]:
-    rows = sorted(world.table("orders").rows.values(), key=lambda r: (r["placed_on"], r["id"]), reverse=True)
+    rows = sorted(world.table("orders").readable().values(), key=lambda r: (r["placed_on"], r["id"]), reverse=True)
     q = (query or "").strip().lower()
     return {"items": [{k: v for k, v in r.items() if k != "tracked_at"} for r in rows
                       if (status is None or r["status"] == status) and q in r["item"].lower()]}

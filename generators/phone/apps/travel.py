@@ -84,7 +84,7 @@ def forecast(world: World, city: str, date: str = "today") -> dict[str, Any]:
 @tool("trips_list", APP, "read", "List booked trips, optionally to one city.", params(city={"type": "string"}))
 def list_trips(world: World, city: str | None = None) -> dict[str, Any]:
     c = (city or "").strip().lower()
-    return {"items": sorted((dict(r) for r in world.table("trips").rows.values() if c in r["city"].lower()),
+    return {"items": sorted((dict(r) for r in world.table("trips").readable().values() if c in r["city"].lower()),
                             key=lambda r: r["start"])}
 
 

@@ -53,7 +53,7 @@ def _balance(world: World) -> dict[str, Any]:
 
 @tool("wallet_get_balance", APP, "read", "The wallet balance.")
 def get_balance(world: World) -> dict[str, Any]:
-    return {"balance": _balance(world)["value"], "currency": "USD"}
+    return {"balance": world.table("account").readable()["balance"]["value"], "currency": "USD"}
 
 
 @tool("wallet_list_transactions", APP, "read",
@@ -62,7 +62,7 @@ def get_balance(world: World) -> dict[str, Any]:
 def list_transactions(world: World, category: str | None = None, since: str | None = None, page: int = 1,
                       page_size: int = 10) -> dict[str, Any]:
     lo = resolve_date(since, world.now).isoformat() if since else ""
-    rows = sorted(world.table("transactions").rows.values(), key=lambda r: (r["date"], r["id"]), reverse=True)
+    rows = sorted(world.table("transactions").readable().values(), key=lambda r: (r["date"], r["id"]), reverse=True)
     return paginate([dict(r) for r in rows if (category is None or r["category"] == category) and r["date"] >= lo],
                     page, page_size)
 
@@ -73,7 +73,7 @@ def list_transactions(world: World, category: str | None = None, since: str | No
       params(["contact_id", "amount"], contact_id={"type": "string"}, amount={"type": "number", "minimum": 0.01},
              note={"type": "string"}, confirmed={"type": "boolean"}), ("network",), sensitive="spends money")
 def send_money(world: World, contact_id: str, amount: float, note: str = "", confirmed: bool = False) -> dict[str, Any]:
-    if "contacts" in world.tables and world.table("contacts").get(contact_id) is None:
+    if "contacts" in world.tables and world.table("contacts").peek(contact_id) is None:
         raise PhoneError("NOT_FOUND", f"no contact with id {contact_id!r}", hint="find the id with contacts_search")
     if amount > CONFIRM_ABOVE and not confirmed:
         raise PhoneError("POLICY_REQUIRES_CONFIRMATION", f"{amount:.2f} USD is above {CONFIRM_ABOVE:.0f} USD",

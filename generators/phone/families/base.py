@@ -20,7 +20,8 @@ from generators.phone.apps import install_all
 from generators.phone.families.mutants import with_wrong_argument
 from generators.phone.tools import TOOLS, call_tool
 from generators.phone.digests import Baseline
-from generators.phone.world import World
+from generators.phone.longlived import settle_kept_world
+from generators.phone.world import World, row_json
 from generators.writers.template import TemplateWriter
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
@@ -282,7 +283,7 @@ class Family:
         small and per family instance.
         """
         cache: OrderedDict[tuple[str, str], tuple[World, Baseline]] = self.__dict__.setdefault("_worlds", OrderedDict())
-        key = (task.task_id, digest([task.private_params, task.faults]))
+        key = (task.task_id, row_json([task.private_params, task.faults]))  # what the world is built from
         hit = cache.get(key)
         if hit is None:
             world = self.build_world(task)
@@ -290,6 +291,7 @@ class Family:
             hit = cache[key] = (world, Baseline(world.tables, world.view()))
             if len(cache) > WORLD_CACHE:
                 cache.popitem(last=False)
+            settle_kept_world()  # kept for long: out of the cyclic GC's walks
         else:
             cache.move_to_end(key)
         return Start(hit[0].copy(), hit[1])

@@ -14,6 +14,7 @@ permission to act.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -43,9 +44,18 @@ def add_memory(world: World, type: str, key: str, value: str, *, subject: str = 
     return world.table(TABLE).insert(row)
 
 
-def words(text: str) -> set[str]:
+def words(text: str) -> frozenset[str]:
     """The content words of a text, lowercased (what search matches on)."""
-    return {w for w in _WORD.findall(str(text).lower()) if w not in _STOP}
+    text = str(text)
+    # a search reads every record's key, subject and value: the same short texts again and again
+    return _remembered_words(text) if len(text) <= 200 else _words(text)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+_remembered_words = functools.lru_cache(maxsize=32768)(_words)
 
 
 def rank(rows: list[dict[str, Any]], query: str) -> list[tuple[int, dict[str, Any]]]:
@@ -71,8 +81,10 @@ def _view(r: dict[str, Any]) -> dict[str, Any]:
                               "superseded_by") if r[k] != "" or k in ("value", "status")}
 
 
-def _row(world: World, memory_id: str) -> dict[str, Any]:
-    row = world.table(TABLE).get(memory_id)
+def _row(world: World, memory_id: str, reading: bool = False) -> dict[str, Any]:
+    """The record (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table(TABLE)
+    row = table.peek(memory_id) if reading else table.get(memory_id)
     if row is None or row["status"] == "deleted":
         raise PhoneError("NOT_FOUND", f"no memory {memory_id!r}", hint="find the id with memory_search")
     return row
@@ -84,7 +96,7 @@ def _row(world: World, memory_id: str) -> dict[str, Any]:
       params(["query"], query={"type": "string"}, type={"type": "string", "enum": TYPES},
              limit={"type": "integer", "minimum": 1, "maximum": 20}))
 def search(world: World, query: str, type: str | None = None, limit: int = 5) -> dict[str, Any]:
-    rows = [r for r in world.table(TABLE).rows.values()
+    rows = [r for r in world.table(TABLE).readable().values()
             if r["status"] != "deleted" and (type is None or r["type"] == type)]
     hits = rank(rows, query)
     return {"items": [{**_view(r), "score": s} for s, r in hits[:limit]], "total": len(hits)}
@@ -92,7 +104,7 @@ def search(world: World, query: str, type: str | None = None, limit: int = 5) ->
 
 @tool("memory_get", APP, "read", "Get one memory record by id.", params(["memory_id"], memory_id={"type": "string"}))
 def get(world: World, memory_id: str) -> dict[str, Any]:
-    return _view(_row(world, memory_id))
+    return _view(_row(world, memory_id, reading=True))
 
 
 @tool("memory_add", APP, "write", "Remember something new about the user (or someone they know).",
@@ -140,5 +152,5 @@ def delete(world: World, memory_id: str) -> dict[str, Any]:
 
 @tool("memory_list_intents", APP, "read", "List the user's open prospective intents (things to do later), by due time.")
 def list_intents(world: World) -> dict[str, Any]:
-    rows = [r for r in world.table(TABLE).rows.values() if r["type"] == "prospective" and r["status"] == "active"]
+    rows = [r for r in world.table(TABLE).readable().values() if r["type"] == "prospective" and r["status"] == "active"]
     return {"items": [_view(r) for r in sorted(rows, key=lambda r: (r["due"], r["id"]))]}

@@ -89,16 +89,18 @@ def install(world: World, names: tuple[str, ...] | list[str] = tuple(CURATED)) -
 @requirement_check("skill")
 def _skill_loaded(world: World, name: str) -> None:
     table = world.tables.get(TABLE)
-    row = table.readable().get(name) if table else None
+    row = table.peek(name) if table else None
     if row is not None and not row["loaded"]:
         raise PhoneError("SKILL_NOT_LOADED", f"this tool is gated by the skill {name!r}, which is not loaded",
                          hint=f"call load_skill(name={name!r}) first and follow its procedure")
 
 
-def _row(world: World, name: str) -> dict[str, Any]:
-    row = world.table(TABLE).get(name)
+def _row(world: World, name: str, reading: bool = False) -> dict[str, Any]:
+    """The skill (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table(TABLE)
+    row = table.peek(name) if reading else table.get(name)
     if row is None:
-        known = ", ".join(sorted(world.table(TABLE).rows))
+        known = ", ".join(sorted(table.readable()))
         raise PhoneError("NOT_FOUND", f"no skill {name!r}", hint=f"skills: {known}")
     return row
 
@@ -110,14 +112,15 @@ def _summary(r: dict[str, Any]) -> dict[str, Any]:
 
 @tool("list_skills", APP, "meta", "List the skills available on this phone: what each is for and what it unlocks.")
 def list_skills(world: World) -> dict[str, Any]:
-    return {"items": [_summary(r) for _, r in sorted(world.table(TABLE).rows.items())]}
+    return {"items": [_summary(r) for _, r in sorted(world.table(TABLE).readable().items())]}
 
 
 @tool("load_skill", APP, "meta", "Load a skill: unlocks its gated tools and returns its procedure.",
       params(["name"], name={"type": "string"}))
 def load_skill(world: World, name: str) -> dict[str, Any]:
-    row = _row(world, name)
-    row["loaded"] = True
+    row = _row(world, name, reading=True)
+    if not row["loaded"]:  # the table is copied only to change it
+        _row(world, name)["loaded"] = True
     return {k: row[k] for k in ("name", "gated_tools", "preconditions", "procedure", "postconditions", "parameters")}
 
 
@@ -158,7 +161,7 @@ def run_macro(world: World, row: dict[str, Any], arguments: dict[str, Any]) -> l
 @tool("run_skill", APP, "write", "Run a runnable skill (a macro) with its arguments; returns the sub-trace.",
       params(["name"], name={"type": "string"}, arguments={"type": "object"}))
 def run_skill(world: World, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    row = _row(world, name)
+    row = _row(world, name, reading=True)
     if not row["macro"]:
         raise PhoneError("INVALID_ARGUMENT", f"skill {name!r} is a procedure, not a macro",
                          hint=f"load_skill(name={name!r}) and follow its procedure")
@@ -216,7 +219,7 @@ def send_bulk(world: World, contact_ids: list[str], text: str) -> dict[str, Any]
     if not contact_ids or len(set(contact_ids)) != len(contact_ids):
         raise PhoneError("INVALID_ARGUMENT", "contact_ids must be distinct and not empty")
     for cid in contact_ids:  # all or nothing: check every id before sending any
-        if world.table("contacts").get(cid) is None:
+        if world.table("contacts").peek(cid) is None:
             raise PhoneError("NOT_FOUND", f"no contact with id {cid!r}", hint="find the id with contacts_search")
     return {"sent": [send_message(world, cid, text)["id"] for cid in contact_ids]}
 

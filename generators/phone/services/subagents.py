@@ -67,8 +67,10 @@ def start(world: World, agent: str, instruction: str, inputs: dict[str, Any]) ->
     return {"session_id": row["id"], "status": "ready"}
 
 
-def _session(world: World, session_id: str) -> dict[str, Any]:
-    row = world.table("agent_sessions").get(session_id)
+def _session(world: World, session_id: str, reading: bool = False) -> dict[str, Any]:
+    """The session (``reading``: only to read it, so a table still shared with the kept world is not copied)."""
+    table = world.table("agent_sessions")
+    row = table.peek(session_id) if reading else table.get(session_id)
     if row is None:
         raise PhoneError("NOT_FOUND", f"no sub-agent session {session_id!r}", hint="start one with start_subagent")
     return row
@@ -97,7 +99,7 @@ def _gui(world: World, inputs: dict[str, Any], trace: list[dict[str, Any]]) -> d
 
 def _qa(world: World, inputs: dict[str, Any], trace: list[dict[str, Any]]) -> dict[str, Any]:
     asked = words(inputs["question"])
-    hits = sorted((r for r in world.table("kb").rows.values() if words(r["topic"]) <= asked),
+    hits = sorted((r for r in world.table("kb").readable().values() if words(r["topic"]) <= asked),
                   key=lambda r: (-len(words(r["topic"])), r["id"]))
     trace.append({"op": "lookup", "question": inputs["question"], "ok": bool(hits)})
     if not hits:
@@ -140,7 +142,7 @@ def when(text: str, now: datetime) -> datetime:
 
 
 def _vision(world: World, inputs: dict[str, Any], trace: list[dict[str, Any]]) -> dict[str, Any]:
-    row = world.table("files").get(str(inputs["file_id"]))
+    row = world.table("files").peek(str(inputs["file_id"]))
     trace.append({"op": "open_photo", "file_id": inputs["file_id"], "ok": row is not None and row["kind"] == "photo"})
     if row is None or row["kind"] != "photo":
         raise PhoneError("ARTIFACT_NOT_FOUND", f"no photo with id {inputs['file_id']!r}",
@@ -174,13 +176,13 @@ def run(world: World, session_id: str) -> dict[str, Any]:
 @tool("get_subagent_result", APP, "read", "Read a sub-agent session: status, result or error.",
       params(["session_id"], session_id={"type": "string"}))
 def get_result(world: World, session_id: str) -> dict[str, Any]:
-    row = _session(world, session_id)
+    row = _session(world, session_id, reading=True)
     return {"session_id": session_id, "agent": row["agent"], "status": row["status"], "result": row["result"],
             "error": row["error"]}
 
 
 def _reschedule(world: World) -> None:
-    due = [r["at"] for r in world.table("automations").rows.values() if r["status"] == "scheduled"]
+    due = [r["at"] for r in world.table("automations").readable().values() if r["status"] == "scheduled"]
     world.next_due = datetime.fromisoformat(min(due)) if due else None
 
 
