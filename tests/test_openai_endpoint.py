@@ -188,3 +188,32 @@ def test_a_200_that_is_no_chat_completion_is_a_transient_failure_not_a_crash(bod
     finally:
         httpd.shutdown()
     assert err.value.kind == "malformed_reply" and "\n" not in str(err.value)
+
+
+def test_calls_in_flight_spread_over_small_client_pools_and_all_are_closed(server):
+    """One HTTP client's pool checks every idle connection per request, so many calls at once go
+    over several clients, each with at most CALLS_PER_CLIENT under way."""
+    from generators.models.openai_endpoint import CALLS_PER_CLIENT
+
+    server.set_faults(FaultConfig(latency_ms=50))
+    most: list[int] = []
+
+    async def main():
+        endpoint = OpenAIEndpoint(base_url=server.base_url, api_key="sk-test-key", model=MODEL)
+
+        async def one():
+            await endpoint.complete(_request())
+            most.append(max(endpoint.in_flight))
+
+        try:
+            await asyncio.gather(*(one() for _ in range(2 * CALLS_PER_CLIENT + 5)))
+        finally:
+            await endpoint.close()
+        return endpoint
+
+    try:
+        endpoint = asyncio.run(main())
+    finally:
+        server.set_faults(FaultConfig())
+    assert len(endpoint.clients) == 3 and max(most) <= CALLS_PER_CLIENT
+    assert all(client.is_closed() for client in endpoint.clients) and endpoint.in_flight == [0, 0, 0]

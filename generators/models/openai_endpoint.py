@@ -78,6 +78,13 @@ def short(message: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+# A client's connection pool (httpcore) checks each of its idle connections (a system call on
+# the socket) whenever a request is added or ends, so a call's CPU grows with the pool: at 64
+# calls in flight on one client that check was a third of a model round's CPU. Past this many
+# calls in flight on every client, the endpoint opens one more client instead.
+CALLS_PER_CLIENT = 16
+
+
 class OpenAIEndpoint:
     """An OpenAI-compatible endpoint. Retries are the engine's job, so the client's are off.
 
@@ -89,15 +96,31 @@ class OpenAIEndpoint:
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str, timeout_s: float = 60.0):
         self.model, self.base_url = model, base_url
-        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s)
+        self.new_client = lambda: openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0,
+                                                     timeout=timeout_s)
+        self.clients = [self.new_client()]
+        self.in_flight = [0]  # calls under way on each client
         # the key this endpoint was given, whatever else the client would add (an admin key from the environment)
         self.auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
+    def least_busy_client(self) -> int:
+        """The client to send the next call on: the least busy one, or a new one when every client
+        has ``CALLS_PER_CLIENT`` under way."""
+        i = min(range(len(self.clients)), key=self.in_flight.__getitem__)
+        if self.in_flight[i] >= CALLS_PER_CLIENT:
+            self.clients.append(self.new_client())
+            self.in_flight.append(0)
+            i = len(self.clients) - 1
+        return i
+
     async def complete(self, request: ChatRequest) -> ChatReply:
+        i = self.least_busy_client()
+        self.in_flight[i] += 1
         start = time.perf_counter()
         try:
-            body = await self.client.post("/chat/completions", cast_to=object, body=request_body(self.model, request),
-                                          options={"headers": {**self.auth, **request.headers}})
+            body = await self.clients[i].post("/chat/completions", cast_to=object,
+                                              body=request_body(self.model, request),
+                                              options={"headers": {**self.auth, **request.headers}})
         except openai.APITimeoutError as exc:
             raise TransientFailure("timeout", "the model call timed out") from exc
         except openai.APIConnectionError as exc:
@@ -116,15 +139,18 @@ class OpenAIEndpoint:
             raise TransientFailure(str(exc.status_code), short(message), _retry_after(exc)) from exc
         except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page said "json")
             raise TransientFailure("malformed_reply", f"the reply is not JSON: {exc}") from exc
+        finally:
+            self.in_flight[i] -= 1
         latency_ms = (time.perf_counter() - start) * 1000
         return reply_from_body(body, latency_ms)
 
     async def list_models(self) -> list[str]:
-        page = await self.client.models.list()
+        page = await self.clients[0].models.list()
         return [m.id for m in page.data]
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self.clients:
+            await client.close()
 
 
 def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
