@@ -124,13 +124,17 @@ def log_refusals(engine: Engine, who: str) -> None:
 
 
 class StateJournal(GroupCommitJournal):
-    """The reply journal in the state database (SQLite or PostgreSQL), preloaded for one round. Replies
-    that arrive together are committed together, in one transaction, off the event loop."""
+    """The reply journal of one round in the state database (SQLite or PostgreSQL). A conversation's
+    replies are read when it starts (a shard reads its own, not the whole round's); replies that
+    arrive together are committed together, in one transaction, off the event loop."""
 
     def __init__(self, store: Store, round_id: str):
+        super().__init__()
         self.store, self.round_id = store, round_id
-        with store.session() as s:
-            super().__init__(state.journaled_replies(session=s, round_id=round_id))
+
+    def load(self, key: str) -> dict[int, dict[str, Any]]:
+        with self.store.session() as s:
+            return state.replies_at(session=s, round_id=self.round_id, key=key)
 
     def write(self, rows: list[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str, int], dict[str, Any]]:
         with self.store.session() as s:

@@ -215,3 +215,13 @@ def test_a_reply_holds_its_concurrency_slot_until_it_is_journaled():
         return asked_while_committing, len(endpoint.requests)
 
     assert asyncio.run(main()) == (2, 5)
+
+
+def test_a_journal_reads_a_conversation_when_it_starts_and_only_its_own_rounds(tmp_path, state_url):
+    store = Store(tmp_path / "data", state_url)
+    asyncio.run(StateJournal(store, "r0001").append("e1", 0, {"round": 1}))
+    asyncio.run(StateJournal(store, "r0002").append("e2", 0, {"round": 2}))
+    journal = StateJournal(store, "r0002")
+    assert journal.entries == {}  # nothing read before a conversation asks
+    assert journal.replies("e2") == {0: {"round": 2}} and journal.replies("e1") == {}
+    assert set(journal.entries) == {"e1", "e2"}

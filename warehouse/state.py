@@ -342,6 +342,14 @@ def append_replies(*, session: Session, round_id: str,
     return kept
 
 
+def replies_at(*, session: Session, round_id: str, key: str) -> dict[int, dict[str, Any]]:
+    """The journaled replies of one conversation of a round: step index -> reply."""
+    table = ModelReply.__table__
+    rows = session.execute(sa.select(table.c.step_index, table.c.reply)
+                           .where(table.c.episode_id == key, table.c.round_id == round_id))
+    return {index: reply for index, reply in rows}
+
+
 def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int, dict[str, Any]]]:
     """Every journaled reply of a round: episode id -> step index -> reply."""
     out: dict[str, dict[int, dict[str, Any]]] = {}

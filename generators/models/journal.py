@@ -45,12 +45,13 @@ class GroupCommitJournal:
     waits on storage and a busy round writes once per batch, not once per reply. Each caller of
     :meth:`append` resumes only once its own reply is durable.
 
-    Subclasses say how a batch is written (:meth:`write`, run in a worker thread, one batch at a
-    time) and may act once a reply is durable (:meth:`committed`). Bound to no event loop until the
-    first append; one loop at a time."""
+    Subclasses say how a conversation's replies are read (:meth:`load`) and how a batch is written
+    (:meth:`write`, run in a worker thread, one batch at a time), and may act once a reply is durable
+    (:meth:`committed`). Bound to no event loop until the first append; one loop at a time."""
 
-    def __init__(self, entries: dict[str, dict[int, dict[str, Any]]]):
-        self.entries = entries  # what is durable: preloaded, then every committed batch
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[int, dict[str, Any]]] = {}  # what is durable, of the keys read or written
+        self._read: set[str] = set()  # keys whose durable replies were read (:meth:`load`)
         self.batches = 0  # batches written (one transaction each)
         self._queue: list[tuple[Row, asyncio.Future]] = []
         self._writer: asyncio.Task | None = None
@@ -59,13 +60,21 @@ class GroupCommitJournal:
         """Write ``rows`` durably in one go, first write wins; the reply kept at each place."""
         raise NotImplementedError
 
+    def load(self, key: str) -> dict[int, dict[str, Any]]:
+        """The durable replies of conversation ``key`` (read once per key, when it is first asked for)."""
+        raise NotImplementedError
+
     def committed(self, key: str, index: int) -> None:
         """Called in the event loop for each reply once durable, in arrival order, before its caller resumes."""
 
     def replies(self, episode_id: str) -> dict[int, dict[str, Any]]:
-        return dict(self.entries.get(episode_id, {}))
+        if episode_id not in self._read:
+            self.entries[episode_id] = {**self.load(episode_id), **self.entries.get(episode_id, {})}
+            self._read.add(episode_id)
+        return dict(self.entries[episode_id])
 
     async def append(self, episode_id: str, index: int, reply: dict[str, Any]) -> dict[str, Any]:
+        # a place journaled by someone else and not read here yet is found by the write (first write wins)
         known = self.entries.get(episode_id, {}).get(index)
         if known is not None:
             return known
