@@ -125,14 +125,19 @@ def log_refusals(engine: Engine, who: str) -> None:
 
 class StateJournal(GroupCommitJournal):
     """The reply journal of one round in the state database (SQLite or PostgreSQL). A conversation's
-    replies are read when it starts (a shard reads its own, not the whole round's); replies that
-    arrive together are committed together, in one transaction, off the event loop."""
+    replies are read when it starts, if it has any (a shard reads its own, not the whole round's);
+    replies that arrive together are committed together, in one transaction, off the event loop."""
 
     def __init__(self, store: Store, round_id: str):
         super().__init__()
         self.store, self.round_id = store, round_id
+        with store.session() as s:
+            # a conversation journaled elsewhere after this is found when its place is written
+            self.journaled = state.journaled_keys(session=s, round_id=round_id)
 
     def load(self, key: str) -> dict[int, dict[str, Any]]:
+        if key not in self.journaled:
+            return {}
         with self.store.session() as s:
             return state.replies_at(session=s, round_id=self.round_id, key=key)
 

@@ -342,6 +342,12 @@ def append_replies(*, session: Session, round_id: str,
     return kept
 
 
+def journaled_keys(*, session: Session, round_id: str) -> set[str]:
+    """The conversations of a round that have journaled replies (their keys, not their replies)."""
+    table = ModelReply.__table__
+    return set(session.scalars(sa.select(table.c.episode_id).where(table.c.round_id == round_id).distinct()))
+
+
 def replies_at(*, session: Session, round_id: str, key: str) -> dict[int, dict[str, Any]]:
     """The journaled replies of one conversation of a round: step index -> reply."""
     table = ModelReply.__table__
