@@ -7,6 +7,7 @@ from typing import Any
 from generators.model_collect import ModelPolicy
 from generators.model_user import USER_KEY, ModelUser
 from generators.models import Engine, EngineConfig
+from generators.models.journal import GroupCommitJournal
 from generators.models.limits import Bookings
 from warehouse import killpoints, state
 from warehouse.errors import ConfigError
@@ -122,21 +123,28 @@ def log_refusals(engine: Engine, who: str) -> None:
         logger.warning("the model server refused %d request(s) of %s (not retried): %s", n, who, message)
 
 
-class StateJournal:
-    """The reply journal in the state database (SQLite or PostgreSQL), preloaded for one round."""
+class StateJournal(GroupCommitJournal):
+    """The reply journal of one round in the state database (SQLite or PostgreSQL). A conversation's
+    replies are read when it starts, if it has any (a shard reads its own, not the whole round's);
+    replies that arrive together are committed together, in one transaction, off the event loop."""
 
     def __init__(self, store: Store, round_id: str):
+        super().__init__()
         self.store, self.round_id = store, round_id
         with store.session() as s:
-            self.entries = state.journaled_replies(session=s, round_id=round_id)
+            # a conversation journaled elsewhere after this is found when its place is written
+            self.journaled = state.journaled_keys(session=s, round_id=round_id)
 
-    def replies(self, episode_id: str) -> dict[int, dict[str, Any]]:
-        return dict(self.entries.get(episode_id, {}))
-
-    def append(self, episode_id: str, index: int, reply: dict[str, Any]) -> None:
+    def load(self, key: str) -> dict[int, dict[str, Any]]:
+        if key not in self.journaled:
+            return {}
         with self.store.session() as s:
-            state.append_reply(session=s, round_id=self.round_id, episode_id=episode_id, step_index=index,
-                               reply=reply)
-        self.entries.setdefault(episode_id, {})[index] = reply
-        if episode_id.startswith(USER_KEY):
+            return state.replies_at(session=s, round_id=self.round_id, key=key)
+
+    def write(self, rows: list[tuple[str, int, dict[str, Any]]]) -> dict[tuple[str, int], dict[str, Any]]:
+        with self.store.session() as s:
+            return state.append_replies(session=s, round_id=self.round_id, replies=rows)
+
+    def committed(self, key: str, index: int) -> None:
+        if key.startswith(USER_KEY):
             killpoints.reached("user.answered")  # the kill tests: dead right after a committed user answer

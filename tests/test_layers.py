@@ -101,7 +101,8 @@ MODEL_CLIENTS = {"openai", "anthropic", "litellm"}  # libraries that reach a mod
 
 def _model_reach(path: Path) -> list[str]:
     """Where ``path`` reaches a model other than through the engine: a model client library, the raw
-    chat API (``.chat.completions``), or an endpoint built outside its factory (each by function)."""
+    chat API (``.chat.completions``, or a client's own ``post`` to its path), or an endpoint built
+    outside its factory (each by function)."""
     found: set[str] = set()
 
     def visit(node: ast.AST, where: str) -> None:
@@ -113,6 +114,8 @@ def _model_reach(path: Path) -> list[str]:
             found.add(f"imports {node.module}")
         elif isinstance(node, ast.Attribute) and node.attr == "completions":
             found.add(f"calls .completions in {where}")
+        elif isinstance(node, ast.Constant) and node.value == "/chat/completions":
+            found.add(f"posts to /chat/completions in {where}")
         elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "OpenAIEndpoint":
             found.add(f"builds OpenAIEndpoint in {where}")
         for child in ast.iter_child_nodes(node):
@@ -129,7 +132,7 @@ def test_every_model_call_goes_through_the_engine():
     reach = {str(p.relative_to(ROOT)): r for pkg in sorted(PROJECT) for p in sorted((ROOT / pkg).rglob("*.py"))
              if (r := _model_reach(p))}
     assert reach.pop("generators/models/openai_endpoint.py") == [
-        "builds OpenAIEndpoint in probe_endpoint", "calls .completions in complete", "imports openai"]
+        "builds OpenAIEndpoint in probe_endpoint", "imports openai", "posts to /chat/completions in complete"]
     assert reach == {"flows/model_setup.py": ["builds OpenAIEndpoint in engine_for"]}
 
     import asyncio

@@ -117,8 +117,8 @@ def test_a_user_call_committed_before_a_kill_is_never_asked_again(tmp_path):
     tasks = _ask_tasks(2)
 
     class DiesAfterJournaling(StateJournal):
-        def append(self, key, index, reply):
-            super().append(key, index, reply)
+        async def append(self, key, index, reply):
+            await super().append(key, index, reply)
             if key.startswith(USER_KEY):
                 raise KeyboardInterrupt("killed")  # as a kill would, right after the commit
 

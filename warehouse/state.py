@@ -312,12 +312,48 @@ class ModelReply(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
 
 
-def append_reply(*, session: Session, round_id: str, episode_id: str, step_index: int, reply: dict[str, Any]) -> None:
-    """Journal one reply. A reply already journaled at this place is kept as it was (first write wins)."""
-    if session.get(ModelReply, (episode_id, step_index)) is not None:
-        return
-    session.add(ModelReply(episode_id=episode_id, step_index=step_index, round_id=round_id, reply=reply))
+Place = tuple[str, int]  # (conversation key, step index): where a reply is journaled
+
+
+def append_replies(*, session: Session, round_id: str,
+                   replies: list[tuple[str, int, dict[str, Any]]]) -> dict[Place, dict[str, Any]]:
+    """Journal ``(key, step index, reply)`` rows in one transaction (one insert of many rows, not one
+    per reply). First write wins: a place journaled already, by anyone, keeps its reply, as does the
+    first of two rows at one place. Returns the reply kept at each place, which is the one to act on."""
+    first: dict[Place, dict[str, Any]] = {}
+    for key, index, reply in replies:
+        first.setdefault((key, index), reply)
+    if not first:
+        return {}
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    table = ModelReply.__table__
+    now = utcnow()
+    rows = [{"episode_id": key, "step_index": index, "round_id": round_id, "reply": reply, "created_at": now}
+            for (key, index), reply in first.items()]
+    statement = insert(table).on_conflict_do_nothing().returning(table.c.episode_id, table.c.step_index)
+    written = {(key, index) for key, index in session.execute(statement, rows)}
+    kept = dict(first)
+    for key, index in first.keys() - written:  # journaled before: that reply stands
+        kept[(key, index)] = session.get(ModelReply, (key, index)).reply
     session.commit()
+    return kept
+
+
+def journaled_keys(*, session: Session, round_id: str) -> set[str]:
+    """The conversations of a round that have journaled replies (their keys, not their replies)."""
+    table = ModelReply.__table__
+    return set(session.scalars(sa.select(table.c.episode_id).where(table.c.round_id == round_id).distinct()))
+
+
+def replies_at(*, session: Session, round_id: str, key: str) -> dict[int, dict[str, Any]]:
+    """The journaled replies of one conversation of a round: step index -> reply."""
+    table = ModelReply.__table__
+    rows = session.execute(sa.select(table.c.step_index, table.c.reply)
+                           .where(table.c.episode_id == key, table.c.round_id == round_id))
+    return {index: reply for index, reply in rows}
 
 
 def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int, dict[str, Any]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, RequestRejected, TransientFailure
@@ -71,9 +72,14 @@ class Engine:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
         return base * (0.5 + 0.5 * self.rng.random())
 
-    async def complete(self, request: ChatRequest) -> ChatReply:
+    async def complete(self, request: ChatRequest, *,
+                       keep: Callable[[ChatReply], Awaitable[ChatReply]] | None = None) -> ChatReply:
         """One model reply. Raises TransientFailure when retries run out, RequestRejected for a
-        request the endpoint refuses, EndpointRefused / EndpointDown when the endpoint is unusable."""
+        request the endpoint refuses, EndpointRefused / EndpointDown when the endpoint is unusable.
+
+        ``keep`` (the journal's append) runs on the reply while its call still holds a concurrency
+        slot, and what it returns is the reply: so at most ``concurrency`` replies are ever asked for
+        and not yet kept, which is all a kill can lose."""
         self.stats.calls += 1
         attempt = 0
         while True:
@@ -82,9 +88,9 @@ class Engine:
                                    f"{self.breaker.last_error}); round stopped, committed work kept: rerun to go on")
             attempt += 1
             estimate = request.estimated_tokens() if self.tpm else 0
-            ticket = None
-            try:
-                async with self.slots:
+            ticket, failure = None, None
+            async with self.slots:
+                try:
                     # booked once a slot is ours, when the request is about to go out: a request
                     # queued for a slot holds no booking that would push everyone else's back
                     if self.rpm:
@@ -95,18 +101,21 @@ class Engine:
                     ticket = self.breaker.sent()
                     async with asyncio.timeout(self.config.timeout_s):
                         reply = await self.endpoint.complete(request)
-            except RequestRejected as exc:  # sending it again would not help; the endpoint is fine
-                self.stats.rejections[str(exc)] += 1
-                raise
-            except TransientFailure as exc:
-                failure = exc
-            except TimeoutError:
-                failure = TransientFailure("timeout", f"no reply within {self.config.timeout_s:g}s")
-            else:
-                self.breaker.success()
-                reply.attempts = attempt
-                self.stats.prompt_tokens += reply.prompt_tokens
-                self.stats.completion_tokens += reply.completion_tokens
+                except RequestRejected as exc:  # sending it again would not help; the endpoint is fine
+                    self.stats.rejections[str(exc)] += 1
+                    raise
+                except TransientFailure as exc:
+                    failure = exc
+                except TimeoutError:
+                    failure = TransientFailure("timeout", f"no reply within {self.config.timeout_s:g}s")
+                else:
+                    self.breaker.success()
+                    reply.attempts = attempt
+                    self.stats.prompt_tokens += reply.prompt_tokens
+                    self.stats.completion_tokens += reply.completion_tokens
+                    if keep is not None:
+                        reply = await keep(reply)
+            if failure is None:
                 if self.tpm:
                     await self.tpm.settle(reply.prompt_tokens + reply.completion_tokens - estimate)
                 return reply
@@ -119,15 +128,20 @@ class Engine:
     async def journaled(self, journal: ReplyJournal, key: str, index: int, request: ChatRequest,
                         known: dict[int, dict] | None = None) -> ChatReply:
         """The reply at ``index`` of conversation ``key``: the journaled one when there is one (no call),
-        else a new call through :meth:`complete`, journaled before it is returned. The entry point for
+        else a new call through :meth:`complete`, returned once it is journaled (or, should another writer
+        have journaled a reply at that place first, that one: first write wins). The entry point for
         every caller whose work must survive a crash (planner, task writer, simulated user); pass
         ``known`` (``journal.replies(key)``, read once) to avoid re-reading the journal per step."""
         entry = (known if known is not None else journal.replies(key)).get(index)
         if entry is not None:
             return ChatReply.from_dict(entry)
-        reply = await self.complete(request)
-        journal.append(key, index, reply.to_dict())
-        return reply
+
+        async def keep(reply: ChatReply) -> ChatReply:
+            mine = reply.to_dict()
+            kept = await journal.append(key, index, mine)  # durable before anyone acts on it
+            return reply if kept is mine else ChatReply.from_dict(kept)
+
+        return await self.complete(request, keep=keep)
 
     async def close(self) -> None:
         await self.endpoint.close()

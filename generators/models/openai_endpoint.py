@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from typing import Any
@@ -77,28 +78,49 @@ def short(message: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+# A client's connection pool (httpcore) checks each of its idle connections (a system call on
+# the socket) whenever a request is added or ends, so a call's CPU grows with the pool: at 64
+# calls in flight on one client that check was a third of a model round's CPU. Past this many
+# calls in flight on every client, the endpoint opens one more client instead.
+CALLS_PER_CLIENT = 16
+
+
 class OpenAIEndpoint:
-    """An OpenAI-compatible endpoint. Retries are the engine's job, so the client's are off."""
+    """An OpenAI-compatible endpoint. Retries are the engine's job, so the client's are off.
+
+    The request body is sent as the planner built it and the reply read as plain JSON: the
+    client's typed ``chat.completions.create`` walks every message and tool schema of every
+    request to transform it and builds a typed object of every reply, which cost more CPU per
+    call than all the rest of a round (see README, Speed). The client still sends the request
+    and raises its typed errors, mapped below."""
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str, timeout_s: float = 60.0):
         self.model, self.base_url = model, base_url
-        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s)
+        self.new_client = lambda: openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0,
+                                                     timeout=timeout_s)
+        self.clients = [self.new_client()]
+        self.in_flight = [0]  # calls under way on each client
+        # the key this endpoint was given, whatever else the client would add (an admin key from the environment)
+        self.auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    def least_busy_client(self) -> int:
+        """The client to send the next call on: the least busy one, or a new one when every client
+        has ``CALLS_PER_CLIENT`` under way."""
+        i = min(range(len(self.clients)), key=self.in_flight.__getitem__)
+        if self.in_flight[i] >= CALLS_PER_CLIENT:
+            self.clients.append(self.new_client())
+            self.in_flight.append(0)
+            i = len(self.clients) - 1
+        return i
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}
-        if request.tools:
-            kwargs["tools"] = request.tools
-            if request.tool_choice:
-                kwargs["tool_choice"] = request.tool_choice
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.headers:
-            kwargs["extra_headers"] = request.headers
+        i = self.least_busy_client()
+        self.in_flight[i] += 1
         start = time.perf_counter()
         try:
-            completion = await self.client.chat.completions.create(**kwargs)
+            body = await self.clients[i].post("/chat/completions", cast_to=object,
+                                              body=request_body(self.model, request),
+                                              options={"headers": {**self.auth, **request.headers}})
         except openai.APITimeoutError as exc:
             raise TransientFailure("timeout", "the model call timed out") from exc
         except openai.APIConnectionError as exc:
@@ -115,33 +137,63 @@ class OpenAIEndpoint:
             if is_refusal(exc.status_code, message, _error_type(exc)):
                 raise RequestRejected(f"{exc.status_code}: {short(message)}", exc.status_code) from exc
             raise TransientFailure(str(exc.status_code), short(message), _retry_after(exc)) from exc
+        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page said "json")
+            raise TransientFailure("malformed_reply", f"the reply is not JSON: {exc}") from exc
+        finally:
+            self.in_flight[i] -= 1
         latency_ms = (time.perf_counter() - start) * 1000
-        return reply_from_completion(completion, latency_ms)
+        return reply_from_body(body, latency_ms)
 
     async def list_models(self) -> list[str]:
-        page = await self.client.models.list()
+        page = await self.clients[0].models.list()
         return [m.id for m in page.data]
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self.clients:
+            await client.close()
 
 
-def reply_from_completion(completion: Any, latency_ms: float) -> ChatReply:
-    """Our reply from the client's completion object (first choice only)."""
-    if not completion.choices:
+def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of a chat completion request: only what the request sets."""
+    body: dict[str, Any] = {"model": model, "messages": request.messages}
+    if request.tools:
+        body["tools"] = request.tools
+        if request.tool_choice:
+            body["tool_choice"] = request.tool_choice
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def reply_from_body(body: Any, latency_ms: float) -> ChatReply:
+    """Our reply from a chat completion's JSON (first choice only). TransientFailure when the body is
+    not a chat completion at all (a server that answers 200 with an error page)."""
+    if not isinstance(body, dict) or not isinstance(body.get("choices", []), list):
+        raise TransientFailure("malformed_reply", f"the reply is not a chat completion: {short(str(body), 120)}")
+    if not body.get("choices"):
         return ChatReply(content=None, tool_calls=[], latency_ms=latency_ms, finish_reason="no_choices")
-    choice = completion.choices[0]
-    msg = choice.message
-    calls = [ToolCall(id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or "")
-             for c in (msg.tool_calls or []) if getattr(c, "function", None) is not None]
-    extra = getattr(msg, "model_extra", None) or {}
-    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
-    usage = completion.usage
+    choice = _object(body["choices"][0])
+    msg = _object(choice.get("message"))
+    calls = []
+    for call in msg.get("tool_calls") or []:
+        function = _object(call).get("function")
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments") or ""
+        calls.append(ToolCall(id=str(call.get("id") or ""), name=str(function.get("name") or ""),
+                              arguments=arguments if isinstance(arguments, str) else json.dumps(arguments)))
+    reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
+    usage = _object(body.get("usage"))
     return ChatReply(
-        content=msg.content, tool_calls=calls, reasoning=str(reasoning),
-        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        latency_ms=round(latency_ms, 3), finish_reason=choice.finish_reason or "",
+        content=msg.get("content"), tool_calls=calls, reasoning=str(reasoning),
+        prompt_tokens=usage.get("prompt_tokens") or 0, completion_tokens=usage.get("completion_tokens") or 0,
+        latency_ms=round(latency_ms, 3), finish_reason=choice.get("finish_reason") or "",
     )
 
 
