@@ -95,7 +95,7 @@ def main() -> int:
     with serve_in_process(FaultConfig(latency_ms=latency)) as server:
         asyncio.run(plain_loop(server.base_url, request, 8, 16))  # warm the server up
         for level in levels:
-            calls = level * 3 if args.quick else max(240, level * 12)
+            calls = level * 3 if args.quick else max(240, level * 8)
             # alternate the two and keep each side's best run, so neither gets the warmer server or
             # the quieter moment of a shared machine
             runs = {"plain": [], "engine": []}
