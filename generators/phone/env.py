@@ -21,7 +21,7 @@ from generators.phone.stepverify import IncrementalVerifier
 from generators.phone.trusted import trusted
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
-from generators.phone.world import World, diff_table, row_json
+from generators.phone.world import World, row_change, row_json
 
 ENV_VERSION = "0.2"
 ERROR_FIELDS = frozenset(ToolError.model_fields)
@@ -220,8 +220,9 @@ class PhoneEnv:
                     now[k] = dict(row)
             last[name] = now
             moved[name] = keys
-            part = diff_table(name, {k: before[k] for k in keys if k in before}, {k: now[k] for k in keys if k in now},
-                              t.incidental, t if t.unordered else None)
+            skip, unordered = t.incidental, t if t.unordered else None
+            part = [c for c in (row_change(name, k, before.get(k), now.get(k), skip, unordered) for k in sorted(keys))
+                    if c is not None]  # as diff_table gives it: sorted by key
             if part:  # a row whose essential fields stayed keeps its text, and so its table's digest
                 parts.append(part)
                 self._digest.rows_changed(name, [c["key"] for c in part])

@@ -22,7 +22,7 @@ from warehouse.contract import Action, Feedback, TaskSpec, Verification
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
 from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label
-from generators.phone.world import Snapshot, Table, diff_table, row_json
+from generators.phone.world import Snapshot, Table, row_change, row_json
 
 
 class LazySeenCalls(SeenCalls):
@@ -91,12 +91,11 @@ class IncrementalVerifier:
             t = self.tables[name]
             start, now = self.initial[name], self.after[name]
             entries = self.entries.setdefault(name, {})
+            skip, unordered = t.incidental, t if t.unordered else None
             for key in keys:  # each row's change from the start, as the whole table's diff would give it
-                a, b = start.get(key), now.get(key)
-                change = diff_table(name, {} if a is None else {key: a}, {} if b is None else {key: b},
-                                    t.incidental, t if t.unordered else None)
-                if change:
-                    entries[key] = change[0]
+                change = row_change(name, key, start.get(key), now.get(key), skip, unordered)
+                if change is not None:
+                    entries[key] = change
                 else:
                     entries.pop(key, None)
             if entries:

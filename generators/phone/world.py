@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from warehouse.ids import canonical_json, digest
@@ -302,21 +304,33 @@ def diff_table(name: str, old: dict[str, Row], new: dict[str, Row], skip: tuple[
     if old is new or old == new:  # most tables do not change in a step: one C-level comparison decides
         return []
     keys = old.keys() if old.keys() == new.keys() else old.keys() | new.keys()
-    hits = []
-    for key in keys:
-        a, b = old.get(key), new.get(key)
-        if a == b:  # the common case, decided by one C-level comparison
-            continue
-        if a is None:
-            hits.append({"table": name, "key": key, "op": "added", "before": None, "after": b})
-        elif b is None:
-            hits.append({"table": name, "key": key, "op": "removed", "before": a, "after": None})
-        elif table is not None:
-            if table.essential(a) != table.essential(b):
-                hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
-        elif not skip or _strip(a, skip) != _strip(b, skip):
-            hits.append({"table": name, "key": key, "op": "updated", "before": a, "after": b})
-    return sorted(hits, key=lambda c: c["key"])
+    get_old, get_new = old.get, new.get
+    # the rows that differ at all, found in C (a table may hold a hundred), then each one's change if any
+    moved = compress(keys, map(ne, map(get_old, keys), map(get_new, keys)))
+    hits = [c for c in (row_change(name, k, get_old(k), get_new(k), skip, table) for k in moved) if c is not None]
+    return sorted(hits, key=_by_key)
+
+
+def row_change(name: str, key: str, a: Row | None, b: Row | None, skip: tuple[str, ...] = (),
+               table: Table | None = None) -> dict[str, Any] | None:
+    """Row ``key``'s change from ``a`` to ``b`` (None: no such row) as :func:`diff_table` reports it, or None:
+    the same row, or only incidental fields (or the order of an unordered list) changed."""
+    if a == b:
+        return None
+    if a is None:
+        return {"table": name, "key": key, "op": "added", "before": None, "after": b}
+    if b is None:
+        return {"table": name, "key": key, "op": "removed", "before": a, "after": None}
+    if table is not None:
+        if table.essential(a) == table.essential(b):
+            return None
+    elif skip and _strip(a, skip) == _strip(b, skip):
+        return None
+    return {"table": name, "key": key, "op": "updated", "before": a, "after": b}
+
+
+def _by_key(change: dict[str, Any]) -> str:
+    return change["key"]
 
 
 def _strip(row: Row, skip: tuple[str, ...]) -> Row:
