@@ -8,7 +8,7 @@ answers both. The round is `flywheel run --policy openai` in this process: plan,
 shards in parallel (`round.workers`, threads, one shared limiter), the planner's tool
 loop in the phone, staging, curation. Its calls per second are counted at the server,
 from its first request to its last (so Prefect's start and curation are not in the
-figure). The plain loop sends the same number of calls, one fixed F01 request, at the
+figure), with this process's CPU per call over the same seconds. The plain loop sends the same number of calls, one fixed F01 request, at the
 same concurrency through the raw ``openai`` client with a semaphore: what a careful person
 writes by hand, and CPU-bound near 200 calls per second on one core here. The machine is
 shared, so the ratio, not the seconds.
@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -39,6 +40,44 @@ def server_rate(root: str) -> tuple[int, float]:
     n, span = stats["requests"], (stats["last_at"] or 0) - (stats["first_at"] or 0)
     assert n > 1 and span > 0, "the round sent too few requests to time"
     return n, (n - 1) / span
+
+
+def server_requests(root: str) -> int:
+    with urllib.request.urlopen(f"{root}/stats", timeout=10) as resp:
+        return json.loads(resp.read())["requests"]
+
+
+class CpuWhileCalling:
+    """This process's CPU per model call while the round calls the model (the phone, the policy,
+    the journal, staging and Prefect's work of those seconds; not the server's): every
+    ``interval`` seconds a thread reads the server's request count and ``time.process_time``."""
+
+    def __init__(self, root: str, interval: float = 0.2):
+        self.root, self.interval = root, interval
+        self.samples: list[tuple[int, float]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.samples.append((server_requests(self.root), time.process_time()))
+
+    def __enter__(self) -> CpuWhileCalling:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def ms_per_call(self) -> float | None:
+        """CPU milliseconds per call between the first sample that saw a call and the first that saw
+        the last one; None when the round was too short to sample."""
+        calling = [s for s in self.samples if s[0] > 0]
+        if not calling:
+            return None
+        first, last = calling[0], next(s for s in calling if s[0] == calling[-1][0])
+        return (last[1] - first[1]) * 1000 / (last[0] - first[0]) if last[0] > first[0] else None
 
 
 def main() -> None:
@@ -75,7 +114,8 @@ def main() -> None:
         # the Prefect server's start is not timed (and the model server sees the round's requests only)
         round_flow(settings("warmup", 4, policy="scripted"), show_progress=False)
         t0 = time.perf_counter()
-        summary = round_flow(settings("round", episodes), show_progress=False)
+        with CpuWhileCalling(server.base_url.removesuffix("/v1")) as cpu:
+            summary = round_flow(settings("round", episodes), show_progress=False)
         wall = time.perf_counter() - t0
         calls, round_rate = server_rate(server.base_url.removesuffix("/v1"))
         plain_rate, plain_cpu = measure(plain_loop, server.base_url, _request(), args.concurrency, calls)
@@ -84,7 +124,9 @@ def main() -> None:
           f"the whole round {wall:.1f} s")
     print(f"{'':<34} {'calls/s':>8}")
     print(f"{'plain asyncio loop (raw openai)':<34} {plain_rate:>8.1f}   ({plain_cpu:.2f} ms CPU per call)")
-    print(f"{'the round (first to last call)':<34} {round_rate:>8.1f}")
+    round_cpu = cpu.ms_per_call()
+    print(f"{'the round (first to last call)':<34} {round_rate:>8.1f}   "
+          f"({'n/a' if round_cpu is None else f'{round_cpu:.2f}'} ms CPU per call, the round's process)")
     print(f"ratio round / plain loop: {round_rate / plain_rate:.2f} (target >= 1.5)")
 
 
