@@ -61,3 +61,24 @@ def test_tasks_gated_in_worker_processes_are_the_tasks_gated_here(tmp_path, monk
     spread = written("spread", 2)
     assert spread == here
     assert len(here[0]) >= 40 and here[1][1] > here[1][0]  # the gate rejected some: the counts are compared too
+
+
+def test_a_family_goes_to_a_gate_worker_without_its_kept_worlds():
+    """The gate's workers get the caller's families pickled with every chunk: after a round has run
+    in this process, a family's kept worlds (megabytes) must not travel with them."""
+    import pickle
+    from datetime import datetime
+
+    from generators.collect import run_episode
+    from generators.phone.families import get_family
+    from generators.policies import ScriptedPolicy
+
+    family = get_family("F02")
+    for seed in range(40):
+        run_episode(family.make_task(seed, 2), ScriptedPolicy(seed=1), rollout=0, round_id="r", batch_id="b",
+                    created_at=datetime(2026, 1, 1))
+    assert len(family.__dict__.get("_worlds", {})) >= 40  # this process keeps them
+    shipped = pickle.loads(pickle.dumps(family))
+    assert "_worlds" not in vars(shipped) and len(pickle.dumps(family)) < 10_000
+    task = family.make_task(3, 2)
+    assert shipped.initial_world(task).world.state_hash() == family.initial_world(task).world.state_hash()

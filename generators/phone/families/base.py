@@ -275,6 +275,11 @@ class Family:
         self.hooks(variant_of(task.template)).populate(world, random.Random(world.seed), task)
         return world
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A family sent to a worker process (the gate's) goes without its kept worlds: they are
+        this process's cache, megabytes once a round has run, and would travel with every chunk."""
+        return {k: v for k, v in self.__dict__.items() if k != "_worlds"}
+
     def initial_world(self, task: TaskSpec) -> Start:
         """A fresh copy of the task's initial world, with what an episode starts from (see :class:`Start`).
 
