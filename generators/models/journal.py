@@ -9,6 +9,7 @@ holds a reply keeps it, and whoever appends there gets that reply back to act on
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 Place = tuple[str, int]  # (conversation key, index)
@@ -39,7 +40,7 @@ class MemoryJournal:
         return self.entries.setdefault(episode_id, {}).setdefault(index, reply)
 
 
-class GroupCommitJournal:
+class GroupCommitJournal(ABC):
     """A journal in durable storage, written by group commit: the replies that arrive while one
     write is under way go out together in the next, in a worker thread, so the event loop never
     waits on storage and a busy round writes once per batch, not once per reply. Each caller of
@@ -56,13 +57,13 @@ class GroupCommitJournal:
         self._queue: list[tuple[Row, asyncio.Future]] = []
         self._writer: asyncio.Task | None = None
 
+    @abstractmethod
     def write(self, rows: list[Row]) -> dict[Place, dict[str, Any]]:
         """Write ``rows`` durably in one go, first write wins; the reply kept at each place."""
-        raise NotImplementedError
 
+    @abstractmethod
     def load(self, key: str) -> dict[int, dict[str, Any]]:
         """The durable replies of conversation ``key`` (read once per key, when it is first asked for)."""
-        raise NotImplementedError
 
     def committed(self, key: str, index: int) -> None:
         """Called in the event loop for each reply once durable, in arrival order, before its caller resumes."""
