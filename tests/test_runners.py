@@ -3,9 +3,13 @@ collects in its own process instead of paying for worker processes."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from flows.runners import PROCESSES_PAY_FROM, collects_inline, runner_kind
+from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
+from tests.conftest import wait_for
 from warehouse.settings import load_settings
 
 
@@ -30,3 +34,47 @@ def test_the_automatic_runner_fits_the_policy(tmp_path):
 ])
 def test_small_scripted_rounds_collect_in_their_own_process(tmp_path, runner, policy, shards, episodes, inline):
     assert collects_inline(_settings(tmp_path, policy=policy, runner=runner), shards, episodes) is inline
+
+
+@pytest.mark.parametrize("shards,n_workers", [(1, 2), (7, 2), (8, 2), (100, 2), (101, 3), (5, 16)])
+def test_shards_go_out_in_even_consecutive_runs_a_few_per_worker(shards, n_workers):
+    keys = [f"s{i:05d}" for i in range(shards)]
+    runs = shard_runs(keys, n_workers)
+    assert [k for run in runs for k in run] == keys  # every shard once, in order
+    assert all(runs) and len(runs) <= n_workers * RUNS_PER_WORKER
+    assert max(map(len, runs)) - min(map(len, runs)) <= 1
+    assert len(runs) == min(shards, n_workers * RUNS_PER_WORKER)
+
+
+class _Committed:
+    """done_keys of a round whose shards commit while the watch runs."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.lock = threading.Lock()
+
+    def done_keys(self, round_id: str, table: str) -> set[str]:
+        with self.lock:
+            return set(self.keys)
+
+
+def test_progress_advances_once_per_shard_as_each_commits_wherever_it_ran(monkeypatch):
+    monkeypatch.setattr("flows.stages.collect.PROGRESS_POLL_S", 0.01)
+    store, advanced = _Committed(), []
+    store.keys = {"s00009"}  # committed by an earlier run: not this watch's to count
+    with CommitWatch(store, "r0001", ["s00000", "s00001", "s00002"], lambda: advanced.append(1)):
+        with store.lock:
+            store.keys |= {"s00001"}
+        wait_for("the first commit to show", lambda: len(advanced) == 1, timeout=10, interval=0.01)
+        with store.lock:
+            store.keys |= {"s00000"}
+        wait_for("the second commit to show", lambda: len(advanced) == 2, timeout=10, interval=0.01)
+    assert len(advanced) == 2
+
+
+def test_the_shards_committed_as_the_runs_end_are_counted_too(monkeypatch):
+    monkeypatch.setattr("flows.stages.collect.PROGRESS_POLL_S", 3600)  # no poll before the end
+    store, advanced = _Committed(), []
+    with CommitWatch(store, "r0001", ["s00000", "s00001"], lambda: advanced.append(1)):
+        store.keys |= {"s00000", "s00001"}
+    assert len(advanced) == 2

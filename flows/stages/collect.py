@@ -9,6 +9,7 @@ a model round, and it is built here from the round's plan.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
+from sqlalchemy.exc import SQLAlchemyError
 
 from flows.model_setup import StateJournal, log_refusals, make_engine, make_model_user, model_policy
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
@@ -121,32 +123,90 @@ def collect_shard(store: Store, round_id: str, key: str, settings: Settings, sta
             "steps": sum(len(r.steps) for r in records)}
 
 
-@task(name="collect-shard", cache_policy=NO_CACHE)
-def collect_shard_task(round_id: str, key: str, settings: SettingsDoc) -> dict[str, int]:
-    """Collect and commit one shard; logs its counts to the run."""
+# A worker collects a run of shards in one Prefect task (each shard still committed on its own):
+# a task run costs a process pool or a Dask cluster a pickled call and a few API reports, as
+# much as a small shard's episodes. Several runs per worker keep the workers evenly loaded.
+RUNS_PER_WORKER = 4
+PROGRESS_POLL_S = 0.5
+
+
+def shard_runs(keys: list[str], n_workers: int) -> list[list[str]]:
+    """``keys`` cut into consecutive runs, about :data:`RUNS_PER_WORKER` per worker."""
+    n = max(1, min(len(keys), n_workers * RUNS_PER_WORKER))
+    size, extra = divmod(len(keys), n)
+    runs, start = [], 0
+    for i in range(n):
+        end = start + size + (i < extra)
+        runs.append(keys[start:end])
+        start = end
+    return [r for r in runs if r]
+
+
+@task(name="collect-shards", cache_policy=NO_CACHE)
+def collect_run_task(round_id: str, keys: list[str], settings: SettingsDoc) -> dict[str, int]:
+    """Collect and commit the shards ``keys`` one after another; logs each shard's counts to the run."""
     cfg = open_settings(settings)
-    counts = collect_shard(open_store(cfg), round_id, key, cfg, started=datetime.now(UTC))
-    run_log().info(f"{round_id}/{key}: {counts['episodes']} episodes, {counts['successes']} verified successes, "
-                   f"{counts['steps']} steps")
-    return counts
+    store = open_store(cfg)
+    totals = {"episodes": 0, "successes": 0, "steps": 0}
+    for key in keys:
+        counts = collect_shard(store, round_id, key, cfg, started=datetime.now(UTC))
+        run_log().info(f"{round_id}/{key}: {counts['episodes']} episodes, {counts['successes']} verified "
+                       f"successes, {counts['steps']} steps")
+        totals = {k: totals[k] + counts[k] for k in totals}
+    return totals
 
 
-def collect_shards(round_id: str, keys: list[str], settings: SettingsDoc, advance: Callable[[], object], *,
-                   inline: bool = False) -> None:
-    """Collect the shards ``keys`` at once through the flow's task runner, calling ``advance`` as each
-    commits. The first failure stops the round with its own error, once the shards still running
-    have committed or failed. With ``inline`` (see flows.runners.collects_inline) they run one after
-    another in this process instead: worker processes would cost more than they save."""
+class CommitWatch:
+    """Calls ``advance`` once per shard of ``keys`` as its commit is recorded, wherever it ran: a
+    thread polls the state database while the runs are out on the workers."""
+
+    def __init__(self, store: Store, round_id: str, keys: list[str], advance: Callable[[], object]) -> None:
+        self._store, self._round_id, self._advance = store, round_id, advance
+        self._pending = set(keys)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="commit-watch", daemon=True)
+
+    def poll(self) -> None:
+        committed = self._pending & self._store.done_keys(self._round_id, "episodes")
+        self._pending -= committed
+        for _ in committed:
+            self._advance()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(PROGRESS_POLL_S):
+            try:
+                self.poll()
+            except SQLAlchemyError:  # progress only: a state database that blinks is the round's to report
+                continue
+
+    def __enter__(self) -> CommitWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            self.poll()
+
+
+def collect_shards(store: Store, round_id: str, keys: list[str], settings: SettingsDoc,
+                   advance: Callable[[], object], *, n_workers: int = 1, inline: bool = False) -> None:
+    """Collect the shards ``keys`` through the flow's task runner, in runs spread over ``n_workers``
+    (see :func:`shard_runs`), calling ``advance`` as each shard commits. The first failure stops
+    the round with its own error, once the runs still going have committed or failed. With
+    ``inline`` (see flows.runners.collects_inline) they run one after another in this process
+    instead: worker processes would cost more than they save."""
     if inline:
         for key in keys:
-            collect_shard_task(round_id, key, settings)
+            collect_run_task(round_id, [key], settings)
             advance()
         return
     with workers_report_here():
-        futures = [collect_shard_task.submit(round_id, key, settings) for key in keys]
-    try:
-        for future in as_completed(futures):
-            future.result()
-            advance()
-    finally:
-        wait(futures)
+        futures = [collect_run_task.submit(round_id, run, settings) for run in shard_runs(keys, n_workers)]
+    with CommitWatch(store, round_id, keys, advance):
+        try:
+            for future in as_completed(futures):
+                future.result()
+        finally:
+            wait(futures)
