@@ -136,12 +136,11 @@ def phase(kind: str, data_dir: Path, out_dir: Path, fmt: str | None) -> dict:
     t0 = time.perf_counter()
     info: dict = {}
     if kind == "cascade":
-        from flows import stages
+        from flows.stages.curate import CURATE_KEY, curate_round_cascade
+        from warehouse.settings import load_settings
 
-        rid = "r0001"
-        from flows.stages.curate import curate_round_cascade
-
-        res = curate_round_cascade(store, rid, stages.CURATE_KEY)
+        # the settings a round curates with: replay spreads over round.workers (the machine's cores)
+        res = curate_round_cascade(store, "r0001", CURATE_KEY, load_settings(None, data_dir=data_dir))
         info = {"out": res["funnel"]["out"], "steps": res["seconds"],
                 "near_dup": res["funnel"]["steps"].get("near_duplicate", {})}
     else:

@@ -98,6 +98,17 @@ class TaskLookup(Mapping):
     def __len__(self) -> int:
         return len(self.index)
 
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self.index
+
+    def subset(self, task_ids: list[str]) -> TaskLookup:
+        """The tasks ``task_ids`` alone, still as Arrow rows (cheap to send to another process)."""
+        return TaskLookup(self.table.take([self.index[t] for t in task_ids]))
+
+    def specs(self) -> dict[str, TaskSpec]:
+        """Every task, built at once (a row at a time costs several times more)."""
+        return {row["task_id"]: from_row(TABLES["tasks"], row) for row in self.table.to_pylist()}
+
 
 def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
     """The tasks of ``round_id``'s episodes."""

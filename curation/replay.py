@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
-from generators.phone.env import replay_final_hash
+from generators.phone.env import replay_actions
 from generators.phone.families import get_family
 from generators.phone.world import World
 from warehouse.contract import Action, TaskSpec
@@ -29,23 +29,44 @@ ReplayFn = Callable[[TaskSpec, list[tuple[str, str, dict]]], str]
 
 def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
     """Final state hash after applying ``actions`` ((kind, tool, arguments)) to a fresh world,
-    through the phone's own step function (see ``generators.phone.env.replay_final_hash``)."""
-    return replay_final_hash(task, [Action.model_construct(kind=kind, tool=tool, arguments=args)
-                                    for kind, tool, args in actions], world=_fresh_world(task))
+    through the phone's own step function (see ``generators.phone.env.replay_actions``)."""
+    built, known = _built_world(task)
+    world = built.copy()
+    replay_actions(task, [Action.model_construct(kind=kind, tool=tool, arguments=args)
+                          for kind, tool, args in actions], world)
+    return world.state_hash(_table_digests(world, built, known))
 
 
-_built: tuple[TaskSpec, World] | None = None  # the task replayed last and its world, never changed
+# the task replayed last, its world as built (never changed) and the digests of that world's tables known so far
+_built: tuple[TaskSpec, World, dict[str, str]] | None = None
 
 
-def _fresh_world(task: TaskSpec) -> World:
-    """A copy of ``task``'s initial world, built here from its seed (not the collection's cached
-    world, so that replay stays an independent check). Replays come task by task, so the one
-    task built last is kept: a task's other rollouts replay from a copy (a tenth of a build)."""
+def _built_world(task: TaskSpec) -> tuple[World, dict[str, str]]:
+    """``task``'s initial world, built here from its seed (not the collection's cached world, so
+    that replay stays an independent check), and its table digests known so far. Replays come
+    task by task, so the one task built last is kept: a task's other rollouts replay from a copy
+    (a tenth of a build)."""
     global _built
     built = _built
     if built is None or built[0] is not task:  # the same task object: the same world
-        built = _built = (task, get_family(task.family).build_world(task))
-    return built[1].copy()
+        built = _built = (task, get_family(task.family).build_world(task), {})
+    return built[1], built[2]
+
+
+def _table_digests(world: World, built: World, known: dict[str, str]) -> dict[str, str]:
+    """Each table's digest in ``world`` (a copy of ``built`` after a replay). A table the replay never
+    used still shares the build's rows: its digest is the build's, computed once per task."""
+    out = {}
+    for name, table in world.tables.items():
+        base = built.tables.get(name)
+        if base is not None and table.shares(base.readable()):
+            d = known.get(name)
+            if d is None:
+                d = known[name] = world.table_digest(name)
+        else:
+            d = world.table_digest(name)
+        out[name] = d
+    return out
 
 
 PARALLEL_FROM = 2000  # distinct replays below which worker processes cost more than they save
@@ -73,21 +94,20 @@ def replay_marks(
     detail: list[dict | None] = [None] * n
     eids, tids = episodes["episode_id"].to_numpy(), episodes["task_id"].to_numpy()
     sources, recorded_hashes = episodes["source"].to_numpy(), episodes["final_state_hash"].to_numpy()
-    jobs: dict[tuple[str, str], tuple[TaskSpec, list]] = {}  # (task, actions digest) -> what to replay
+    jobs: dict[tuple[str, str], list] = {}  # (task id, actions digest) -> the actions to replay
     keys: list[tuple[str, str] | None] = [None] * n
     for i in range(n):
         eid, tid = eids[i], tids[i]
         if sources[i] == "external":
             mark[i], passed[i], reason[i] = "not_replayable", True, "external import: no seed to rebuild its world from"
             continue
-        task = tasks.get(tid) if tid is not None else None
-        if eid in skip or task is None:
+        if eid in skip or tid is None or tid not in tasks:
             mark[i], reason[i] = "skipped", "schema check failed: nothing sound to replay"
             continue
         actions = [(kinds[j], tools[j], args[j]) for j in range(starts[i], ends[i])]
         keys[i] = (str(tid), digest(actions, 24))
-        jobs.setdefault(keys[i], (task, actions))
-    hashes = _replayed(jobs, replay, workers)
+        jobs.setdefault(keys[i], actions)
+    hashes = _replayed(jobs, tasks, replay, workers)
     for i, key in enumerate(keys):
         if key is None:
             continue
@@ -100,20 +120,36 @@ def replay_marks(
     return marks_frame(episodes, CHECK, mark, passed, reason, detail)
 
 
-def _replayed(jobs: dict[tuple[str, str], tuple[TaskSpec, list]], replay: ReplayFn,
+def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], replay: ReplayFn,
               workers: int) -> dict[tuple[str, str], str]:
-    """The final hash (or ``error: ...``) of each job, in worker processes when it pays."""
+    """The final hash (or ``error: ...``) of each job, in worker processes when it pays. A chunk
+    carries its own tasks (as Arrow rows when ``tasks`` holds them so): building the specs is the
+    workers' job too."""
     keys = sorted(jobs)  # task by task: a chunk rebuilds few distinct worlds
-    hashes = map_chunks(partial(_replay_chunk, replay=replay), [jobs[k] for k in keys], workers=workers,
-                        chunk=CHUNK, least=PARALLEL_FROM)
-    return dict(zip(keys, hashes, strict=True))
+    chunks = [keys[i:i + CHUNK] for i in range(0, len(keys), CHUNK)]
+    work = [(_tasks_of(tasks, list(dict.fromkeys(tid for tid, _ in chunk))), [(tid, jobs[tid, d]) for tid, d in chunk])
+            for chunk in chunks]
+    parts = map_chunks(partial(_replay_chunks, replay=replay), work, workers=workers, chunk=1,
+                       least=-(-PARALLEL_FROM // CHUNK))
+    return dict(zip(keys, (h for part in parts for h in part), strict=True))
 
 
-def _replay_chunk(work: list[tuple[TaskSpec, list]], replay: ReplayFn) -> list[str]:
+def _tasks_of(tasks: Mapping[str, TaskSpec], task_ids: list[str]) -> Mapping[str, TaskSpec]:
+    subset = getattr(tasks, "subset", None)
+    return subset(task_ids) if subset is not None else {t: tasks[t] for t in task_ids}
+
+
+def _replay_chunks(work: list[tuple[Mapping[str, TaskSpec], list[tuple[str, list]]]],
+                   replay: ReplayFn) -> list[list[str]]:
+    return [_replay_chunk(tasks, chunk, replay) for tasks, chunk in work]
+
+
+def _replay_chunk(tasks: Mapping[str, TaskSpec], work: list[tuple[str, list]], replay: ReplayFn) -> list[str]:
+    specs = tasks.specs() if hasattr(tasks, "specs") else tasks
     out = []
-    for task, actions in work:
+    for tid, actions in work:
         try:
-            out.append(replay(task, actions))
+            out.append(replay(specs[tid], actions))
         except Exception as exc:  # a replay crash is a finding about this episode, not a crash of the batch
             out.append(f"error: {type(exc).__name__}: {exc}")
     return out

@@ -82,16 +82,20 @@ def user_question(action: Action) -> tuple[str, list[Any] | None] | None:
 def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | None = None,
                       world: World | None = None) -> str:
     """The final state hash after re-executing ``actions`` in a fresh world (the replay check), or
-    in ``world`` (the task's initial world, changed in place).
-
-    The same step function and the same end rules as :class:`PhoneEnv` (an accepted finish,
-    or the step budget), without the per-step diff, hash and verification replay does not need."""
+    in ``world`` (the task's initial world, changed in place)."""
     world = world if world is not None else (family or get_family(task.family)).build_world(task)
+    replay_actions(task, actions, world)
+    return world.state_hash()
+
+
+def replay_actions(task: TaskSpec, actions: list[Action], world: World) -> None:
+    """Re-execute ``actions`` in ``world`` (the task's initial world, changed in place) until the episode
+    ended: the same step function and the same end rules as :class:`PhoneEnv` (an accepted finish, or
+    the step budget), without the per-step diff, hash and verification replay does not need."""
     for i, action in enumerate(actions):
         kind, reply = apply_action(world, task, action)
         if (kind == "finish" and reply["ok"]) or i + 1 >= task.step_budget:
             break
-    return world.state_hash()
 
 
 class PhoneEnv:

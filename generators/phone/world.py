@@ -212,9 +212,10 @@ class World:
     def table_digest(self, name: str) -> str:
         """Digest of one table's essential rows, sorted by key."""
         t = self.tables[name]
-        if not t.rows:  # most worlds leave most service tables empty
+        rows = t.readable()  # a table still shared is read where it is, not copied
+        if not rows:  # most worlds leave most service tables empty
             return EMPTY_TABLE_DIGEST
-        return digest(row_json([t.essential(t.rows[k]) for k in sorted(t.rows)]))
+        return digest(row_json([t.essential(rows[k]) for k in sorted(rows)]))
 
     def state_hash(self, table_digests: dict[str, str] | None = None) -> str:
         """Canonical digest of all tables, rows sorted by key, incidental fields out.
