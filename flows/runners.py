@@ -1,9 +1,12 @@
 """The task runner a round's shards are submitted through.
 
-Model rounds wait on the endpoint: threads, sharing one process's limiter (and the
-shared rate-limit store). Scripted rounds are CPU-bound: processes, so each shard gets a
-core. Dask when asked, on a running cluster (``round.dask_address``) or on a local one
-with ``round.workers`` worker processes. ``round.workers`` defaults to the machine's cores.
+Scripted rounds are CPU-bound: processes, so each worker gets a core. Model rounds wait
+on the endpoint, but each call still costs milliseconds of CPU (building the request,
+the HTTP stack, staging the step): small ones run on threads, which cost nothing to start,
+larger ones on processes too, so the calls are not held to one core (the rate limits are
+shared through the state database or Redis either way). Dask when asked, on a running
+cluster (``round.dask_address``) or on a local one with ``round.workers`` worker
+processes. ``round.workers`` defaults to the machine's cores.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from warehouse.settings import Settings
 # its own process: spawning worker processes (each imports Prefect and the project, seconds of
 # CPU) costs more than the second core saves (see bench/bench_round.py).
 PROCESSES_PAY_FROM = 2_000
+# From this many episodes a model round's workers are processes: at 600 episodes (about 2,500 calls at
+# concurrency 128) processes made the round as quick as threads end to end and its calls 1.4 times as
+# fast (bench/bench_model_round.py, --runner threads against --runner processes).
+MODEL_PROCESSES_FROM = 500
 
 
 def runner_kind(settings: Settings) -> str:
@@ -27,16 +34,19 @@ def runner_kind(settings: Settings) -> str:
         return kind
     if settings.round.dask_address:
         return "dask"
-    return "threads" if settings.policy == "openai" or workers(settings) == 1 else "processes"
+    if workers(settings) == 1 or (settings.policy == "openai" and settings.round.episodes < MODEL_PROCESSES_FROM):
+        return "threads"
+    return "processes"
 
 
 def collects_inline(settings: Settings, shards: int, episodes: int) -> bool:
     """Whether a round's ``shards`` left (``episodes`` in all) run one after another in the round's own
-    process: a lone shard always; an automatic choice of processes when there is too little work to pay
-    for starting them. A runner set explicitly is always used."""
+    process: a lone shard always; a scripted round's automatic choice of processes when there is too
+    little work to pay for starting them. A runner set explicitly is always used."""
     if shards <= 1:
         return True
-    return settings.round.runner == "auto" and runner_kind(settings) == "processes" and episodes < PROCESSES_PAY_FROM
+    return (settings.round.runner == "auto" and settings.policy != "openai" and runner_kind(settings) == "processes"
+            and episodes < PROCESSES_PAY_FROM)
 
 
 def task_runner(settings: Settings) -> TaskRunner:

@@ -67,12 +67,13 @@ def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefe
     assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect_server, backend, request):
+@pytest.mark.parametrize("backend,runner", [("sqlite", "threads"), ("postgres", "threads"), ("sqlite", "processes")])
+def test_kill_9_mid_round_then_rerun_repeats_no_committed_call(tmp_path, prefect_server, backend, runner, request):
     concurrency = 4
     url = request.getfixturevalue("fresh_postgres_url") if backend == "postgres" else None
     env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="10", FLYWHEEL_OPENAI__CONCURRENCY=str(concurrency),
-                    FLYWHEEL_OPENAI__TIMEOUT_S="5", **({"FLYWHEEL_STATE_URL": url} if url else {}))
+                    FLYWHEEL_OPENAI__TIMEOUT_S="5", FLYWHEEL_ROUND__RUNNER=runner,
+                    **({"FLYWHEEL_STATE_URL": url} if url else {}))
     data = tmp_path / "flywheel-data"
 
     def warehouse() -> Store:  # the warehouse on this test's backend

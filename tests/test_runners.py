@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from flows.runners import PROCESSES_PAY_FROM, collects_inline, runner_kind
+from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
 from tests.conftest import wait_for
 from warehouse.settings import load_settings
@@ -19,7 +19,8 @@ def _settings(tmp_path, policy: str = "scripted", **round_):
 
 def test_the_automatic_runner_fits_the_policy(tmp_path):
     assert runner_kind(_settings(tmp_path)) == "processes"
-    assert runner_kind(_settings(tmp_path, policy="openai")) == "threads"
+    assert runner_kind(_settings(tmp_path, policy="openai")) == "threads"  # a small model round: threads
+    assert runner_kind(_settings(tmp_path, policy="openai", episodes=MODEL_PROCESSES_FROM)) == "processes"
     assert runner_kind(_settings(tmp_path, workers=1)) == "threads"
     assert runner_kind(_settings(tmp_path, dask_address="tcp://127.0.0.1:8786")) == "dask"
 
@@ -29,11 +30,12 @@ def test_the_automatic_runner_fits_the_policy(tmp_path):
     ("auto", "scripted", 4, PROCESSES_PAY_FROM - 1, True),  # too little work for worker processes
     ("auto", "scripted", 40, PROCESSES_PAY_FROM, False),
     ("auto", "openai", 4, 40, False),  # threads cost nothing to start: a model round's shards overlap
+    ("auto", "openai", 40, 5_000, False),  # on processes, never one shard at a time
     ("processes", "scripted", 2, 20, False),  # asked for by name: always used
     ("dask", "scripted", 2, 20, False),
 ])
 def test_small_scripted_rounds_collect_in_their_own_process(tmp_path, runner, policy, shards, episodes, inline):
-    assert collects_inline(_settings(tmp_path, policy=policy, runner=runner), shards, episodes) is inline
+    assert collects_inline(_settings(tmp_path, policy=policy, runner=runner, episodes=episodes), shards, episodes) is inline
 
 
 @pytest.mark.parametrize("shards,n_workers", [(1, 2), (7, 2), (8, 2), (100, 2), (101, 3), (5, 16)])
