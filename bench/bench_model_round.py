@@ -4,11 +4,12 @@
     python bench/bench_model_round.py --quick    # 40 episodes, a smoke run
 
 The local OpenAI-compatible test server (its own process, 100 ms latency; 20 in --quick)
-answers both. The round is `flywheel run --policy openai` in this process: plan, tasks,
-shards in parallel (`round.workers`, threads, one shared limiter), the planner's tool
-loop in the phone, staging, curation. Its calls per second are counted at the server,
-from its first request to its last (so Prefect's start and curation are not in the
-figure), with this process's CPU per call over the same seconds. The plain loop sends the same number of calls, one fixed F01 request, at the
+answers both. The round is `flywheel run --policy openai` from this process: plan, tasks,
+shards in parallel (`round.workers`; processes from 500 episodes, threads below, the rate
+limits shared), the planner's tool loop in the phone, staging, curation. Its calls per
+second are counted at the server, from its first request to its last (so Prefect's start
+and curation are not in the figure), with the CPU per call of this process and its
+workers over the same seconds. The plain loop sends the same number of calls, one fixed F01 request, at the
 same concurrency through the raw ``openai`` client with a semaphore: what a careful person
 writes by hand, and CPU-bound near 200 calls per second on one core here. The machine is
 shared, so the ratio, not the seconds.
@@ -47,10 +48,26 @@ def server_requests(root: str) -> int:
         return json.loads(resp.read())["requests"]
 
 
+def round_cpu_seconds() -> float:
+    """CPU seconds of this process and of the processes it started (the round's workers, Prefect's
+    server), the model server's excepted; a process that ended is not counted."""
+    import psutil
+
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            if "generators.modelserver" not in " ".join(child.cmdline()):
+                total += sum(child.cpu_times()[:2])
+        except psutil.Error:  # ended meanwhile
+            continue
+    return total
+
+
 class CpuWhileCalling:
-    """This process's CPU per model call while the round calls the model (the phone, the policy,
-    the journal, staging and Prefect's work of those seconds; not the server's): every
-    ``interval`` seconds a thread reads the server's request count and ``time.process_time``."""
+    """The round's CPU per model call while it calls the model (the phone, the policy, the journal,
+    staging and Prefect's work of those seconds, in this process and its workers; not the server's):
+    every ``interval`` seconds a thread reads the server's request count and :func:`round_cpu_seconds`."""
 
     def __init__(self, root: str, interval: float = 0.2):
         self.root, self.interval = root, interval
@@ -60,7 +77,7 @@ class CpuWhileCalling:
 
     def _sample(self) -> None:
         while not self.stop.wait(self.interval):
-            self.samples.append((server_requests(self.root), time.process_time()))
+            self.samples.append((server_requests(self.root), round_cpu_seconds()))
 
     def __enter__(self) -> CpuWhileCalling:
         self.thread.start()
@@ -86,7 +103,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--runner", default="auto", choices=["auto", "threads", "processes"],
-                        help="round.runner (auto: threads for a model round)")
+                        help="round.runner (auto: processes from 500 episodes, else threads)")
     parser.add_argument("--quick", action="store_true", help="40 episodes, 20 ms latency")
     args = parser.parse_args()
     episodes = 40 if args.quick else args.episodes
@@ -126,7 +143,7 @@ def main() -> None:
     print(f"{'plain asyncio loop (raw openai)':<34} {plain_rate:>8.1f}   ({plain_cpu:.2f} ms CPU per call)")
     round_cpu = cpu.ms_per_call()
     print(f"{'the round (first to last call)':<34} {round_rate:>8.1f}   "
-          f"({'n/a' if round_cpu is None else f'{round_cpu:.2f}'} ms CPU per call, the round's process)")
+          f"({'n/a' if round_cpu is None else f'{round_cpu:.2f}'} ms CPU per call, the round's processes)")
     print(f"ratio round / plain loop: {round_rate / plain_rate:.2f} (target >= 1.5)")
 
 
