@@ -68,8 +68,8 @@ class RoundSettings(_Section):
     # A nightly round with no release approved since the last round runs this share of the
     # usual batch (0: it waits for people; the review gate decides what comes next).
     unreleased_share: float = Field(0.0, ge=0.0, le=1.0)
-    # shards collected at once (default: the machine's cores); threads for model rounds,
-    # processes for scripted ones, Dask when asked (see README, Past one machine)
+    # shards collected at once (default: the machine's cores); processes for scripted rounds and
+    # model rounds of 500+ episodes, threads for smaller model rounds, Dask when asked (see README)
     workers: int | None = Field(None, ge=1, le=4096)
     runner: Literal["auto", "threads", "processes", "dask"] = "auto"
     dask_address: str | None = None  # a running Dask scheduler (tcp://host:8786); empty: a local cluster
