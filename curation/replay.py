@@ -14,6 +14,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from curation.frame import TaskLookup
 from curation.marking import marks_frame
 from generators.phone.env import replay_actions
 from generators.phone.families import get_family
@@ -135,8 +136,7 @@ def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], 
 
 
 def _tasks_of(tasks: Mapping[str, TaskSpec], task_ids: list[str]) -> Mapping[str, TaskSpec]:
-    subset = getattr(tasks, "subset", None)
-    return subset(task_ids) if subset is not None else {t: tasks[t] for t in task_ids}
+    return tasks.subset(task_ids) if isinstance(tasks, TaskLookup) else {t: tasks[t] for t in task_ids}
 
 
 def _replay_chunks(work: list[tuple[Mapping[str, TaskSpec], list[tuple[str, list]]]],
@@ -145,7 +145,12 @@ def _replay_chunks(work: list[tuple[Mapping[str, TaskSpec], list[tuple[str, list
 
 
 def _replay_chunk(tasks: Mapping[str, TaskSpec], work: list[tuple[str, list]], replay: ReplayFn) -> list[str]:
-    specs = tasks.specs() if hasattr(tasks, "specs") else tasks
+    specs = tasks
+    if isinstance(tasks, TaskLookup):
+        try:
+            specs = tasks.specs()
+        except ValueError:  # a task row that is no task: built one at a time, only its own episodes fail
+            specs = tasks
     out = []
     for tid, actions in work:
         try:

@@ -231,6 +231,33 @@ def test_replay_in_worker_processes_marks_exactly_as_in_one(curated, monkeypatch
     assert sorted(mismatched) == sorted(edited)
 
 
+def test_a_task_row_that_is_no_task_fails_its_own_episodes_replay_only(curated, monkeypatch):
+    """Tasks reach the replay workers as Arrow rows: one that no longer builds a task marks its own
+    episodes, in one process and spread over several, and the others still match."""
+    import pyarrow as pa
+
+    from curation import replay
+    from curation.cascade import CascadeConfig
+    from curation.frame import TaskLookup
+
+    store, round_id = curated
+    inp = cascade_input(store, round_id)
+    table = inp.tasks.table
+    bad = table["task_id"][3].as_py()
+    faults = [('"not a list"' if tid == bad else f) for tid, f in zip(table["task_id"].to_pylist(),
+                                                                       table["faults"].to_pylist(), strict=True)]
+    inp.tasks = TaskLookup(table.set_column(table.schema.get_field_index("faults"), "faults",
+                                            pa.array(faults, type=table.schema.field("faults").type)))
+    monkeypatch.setattr(replay, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(replay, "CHUNK", 5)
+    for workers in (1, 2):
+        marks = run_cascade(inp, CascadeConfig(workers=workers)).marks
+        replayed = marks[marks["check"] == "replay"].merge(inp.episodes[["episode_id", "task_id"]], on="episode_id")
+        failed = replayed[replayed["mark"] != "match"]
+        assert set(failed["task_id"]) == {bad} and len(failed) == (inp.episodes["task_id"] == bad).sum()
+        assert failed["reason"].str.contains("ValidationError").all()
+
+
 def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
     """A task's rollouts replay one after another from copies of one build: the second starts
     from the task's initial world, not from where the first left it."""
