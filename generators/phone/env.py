@@ -42,7 +42,7 @@ def apply_action(world: World, task: TaskSpec, action: Action, answer: str | Non
     given (a model user's reply, obtained before the step), else the scripted user's: the answer never changes the world, so replay with the scripted user ends in the same
     state. Collection
     (:meth:`PhoneEnv.step`, which adds the diff, hash, notices and verification) and replay
-    (:func:`replay_final_hash`) both go through it, so they cannot drift apart."""
+    (:func:`replay_actions`) both go through it, so they cannot drift apart."""
     kind = action.kind
     if kind == "tool_call" and action.tool in META_SCHEMAS:
         kind = action.tool
