@@ -3,13 +3,13 @@ collects in its own process instead of paying for worker processes."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
 from tests.conftest import wait_for
+from warehouse import state
+from warehouse.store import Store
 from warehouse.settings import load_settings
 
 
@@ -48,35 +48,40 @@ def test_shards_go_out_in_even_consecutive_runs_a_few_per_worker(shards, n_worke
     assert len(runs) == min(shards, n_workers * RUNS_PER_WORKER)
 
 
-class _Committed:
-    """done_keys of a round whose shards commit while the watch runs."""
-
-    def __init__(self) -> None:
-        self.keys: set[str] = set()
-        self.lock = threading.Lock()
-
-    def done_keys(self, round_id: str, table: str) -> set[str]:
-        with self.lock:
-            return set(self.keys)
+def _rounds(tmp_path, n: int = 2) -> tuple[Store, list[str]]:
+    """A data directory with ``n`` open rounds, nothing committed yet."""
+    store = Store(tmp_path / "data")
+    ids = []
+    for _ in range(n):
+        with store.session() as s:
+            ids.append(state.open_round(session=s, requested_episodes=10, seed=0, plan={}).id)
+    return store, ids
 
 
-def test_progress_advances_once_per_shard_as_each_commits_wherever_it_ran(monkeypatch):
+def _commit(store: Store, round_id: str, key: str) -> None:
+    """A shard committed as collection commits one (its episodes, steps and outcomes at once)."""
+    store.commit_unit(round_id, key, {"episodes": [], "steps": [], "outcomes": []})
+
+
+def test_progress_advances_once_per_shard_as_each_commits_wherever_it_ran(tmp_path, monkeypatch):
     monkeypatch.setattr("flows.stages.collect.PROGRESS_POLL_S", 0.01)
-    store, advanced = _Committed(), []
-    store.keys = {"s00009"}  # committed by an earlier run: not this watch's to count
-    with CommitWatch(store, "r0001", ["s00000", "s00001", "s00002"], lambda: advanced.append(1)):
-        with store.lock:
-            store.keys |= {"s00001"}
+    store, (rid, other) = _rounds(tmp_path)
+    _commit(store, rid, "s00009")  # committed by an earlier run: not this watch's to count
+    advanced = []
+    with CommitWatch(Store(tmp_path / "data"), rid, ["s00000", "s00001", "s00002"], lambda: advanced.append(1)):
+        _commit(store, other, "s00002")  # a key of this watch, committed in another round: not this round's
+        _commit(store, rid, "s00001")
         wait_for("the first commit to show", lambda: len(advanced) == 1, timeout=10, interval=0.01)
-        with store.lock:
-            store.keys |= {"s00000"}
+        _commit(store, rid, "s00000")
         wait_for("the second commit to show", lambda: len(advanced) == 2, timeout=10, interval=0.01)
     assert len(advanced) == 2
 
 
-def test_the_shards_committed_as_the_runs_end_are_counted_too(monkeypatch):
+def test_the_shards_committed_as_the_runs_end_are_counted_too(tmp_path, monkeypatch):
     monkeypatch.setattr("flows.stages.collect.PROGRESS_POLL_S", 3600)  # no poll before the end
-    store, advanced = _Committed(), []
-    with CommitWatch(store, "r0001", ["s00000", "s00001"], lambda: advanced.append(1)):
-        store.keys |= {"s00000", "s00001"}
+    store, (rid, _) = _rounds(tmp_path)
+    advanced = []
+    with CommitWatch(store, rid, ["s00000", "s00001"], lambda: advanced.append(1)):
+        _commit(store, rid, "s00000")
+        _commit(store, rid, "s00001")
     assert len(advanced) == 2
