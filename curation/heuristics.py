@@ -117,8 +117,12 @@ def heuristic_marks(
         ok_calls=("ok_call", "sum"),
     )
     agg = agg.reindex(episodes["episode_id"]).fillna({"loop": False, "redundant": False, "storm": False, "ok_calls": 0})
-    masked = per_ep.loc[flags["masked"].to_numpy(), ["episode_id"]].assign(i=steps.loc[flags["masked"].to_numpy(), "index"])
-    masked_by_ep = masked.groupby("episode_id", sort=False)["i"].agg(lambda s: sorted(int(x) for x in s))
+    hit = flags["masked"].to_numpy()
+    masked_by_ep: dict[str, list[int]] = {}
+    for e, i in zip(eid.to_numpy()[hit].tolist(), steps["index"].to_numpy()[hit].tolist()):
+        masked_by_ep.setdefault(e, []).append(int(i))
+    for m in masked_by_ep.values():
+        m.sort()
     over = ((episodes["termination"] == "budget_exhausted") | (episodes.get("n_planner_steps", episodes["n_steps"]).fillna(0) > episodes["step_budget"].fillna(1e9))).to_numpy()
     no_evidence = ((episodes["finish_status"] == "completed") & (agg["ok_calls"].to_numpy() == 0)).to_numpy()
     has_claims = episodes["claims"].fillna("[]").to_numpy() != "[]"

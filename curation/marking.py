@@ -38,7 +38,7 @@ def marks_frame(
 ) -> pd.DataFrame:
     """One mark of ``check`` per row of ``episodes`` (which needs episode_id and round_id)."""
     n = len(episodes)
-    details = [canonical_json(d or {}) for d in detail] if detail is not None else ["{}"] * n
+    details = [canonical_json(d) if d else "{}" for d in detail] if detail is not None else ["{}"] * n
     return pd.DataFrame(
         {
             "episode_id": episodes["episode_id"].to_numpy(),

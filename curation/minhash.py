@@ -67,7 +67,7 @@ class MinHasher:
         with np.errstate(over="ignore"):
             return ((x[:, None] * self.a[None, :] + self.b[None, :]) >> np.uint64(32)).astype(np.uint32)
 
-    def signatures(self, shingles: np.ndarray, owner: np.ndarray, n_owners: int, chunk: int = 65536) -> np.ndarray:
+    def signatures(self, shingles: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndarray:
         """MinHash signature of each owner's shingle set: shape (n_owners, num_perm).
 
         ``owner`` must be sorted; an owner with no shingle gets all-max (and is never
@@ -75,17 +75,15 @@ class MinHasher:
         sig = np.full((n_owners, self.num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
         if shingles.size == 0:
             return sig
+        # shingles repeat (the same call in many episodes, the same n-gram in many texts): each distinct
+        # one is hashed once; then one permutation at a time, its values gathered per row and reduced per
+        # owner (a flat pass over contiguous memory, several times faster than a 2-D reduce)
+        distinct, inverse = np.unique(shingles, return_inverse=True)
+        table = np.ascontiguousarray(self.hash_rows(distinct).T)
         bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        i = 0
-        while i < len(bounds):
-            # a whole number of owners per chunk, so reduceat never straddles two chunks
-            j = int(np.searchsorted(bounds, bounds[i] + chunk, side="left"))
-            j = max(j, i + 1)
-            lo, hi = bounds[i], (bounds[j] if j < len(bounds) else shingles.size)
-            vals = self.hash_rows(shingles[lo:hi])
-            mins = np.minimum.reduceat(vals, bounds[i:j] - lo, axis=0)
-            sig[owner[bounds[i:j]]] = mins
-            i = j
+        owners = owner[bounds]
+        for p in range(self.num_perm):
+            sig[owners, p] = np.minimum.reduceat(table[p][inverse], bounds)
         return sig
 
 

@@ -43,19 +43,15 @@ def normalise_value(value: Any) -> Any:
     return value
 
 
-def parse_arguments(raw: pd.Series) -> list[dict[str, Any]]:
-    """JSON argument text to dicts; unparseable text becomes ``{"__raw__": text}``."""
-    out: list[dict[str, Any]] = []
-    for text in raw.tolist():
-        if text is None:
-            out.append({})
-            continue
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError):
-            value = {"__raw__": str(text)}
-        out.append(value if isinstance(value, dict) else {"__value__": value})
-    return out
+def parse_argument(text: str | None) -> dict[str, Any]:
+    """JSON argument text to a dict; unparseable text becomes ``{"__raw__": text}``, no text ``{}``."""
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {"__raw__": str(text)}
+    return value if isinstance(value, dict) else {"__value__": value}
 
 
 def near_call(kind: str, tool: str, args: dict[str, Any]) -> str | None:
@@ -82,7 +78,7 @@ def call_columns(steps: pd.DataFrame) -> pd.DataFrame:
         key = (kind, tool, raw)
         hit = memo.get(key)
         if hit is None:
-            parsed = parse_arguments(pd.Series([raw]))[0]
+            parsed = parse_argument(raw)
             hit = memo[key] = (canonical_json([kind, tool, normalise_value(parsed)]), near_call(kind, tool, parsed), parsed)
         exact.append(hit[0]), near.append(hit[1]), args.append(hit[2])
     return pd.DataFrame({"exact_call": exact, "near_call": near, "args": args}, index=steps.index)
