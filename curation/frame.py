@@ -101,13 +101,32 @@ class TaskLookup(Mapping):
     def __contains__(self, task_id: object) -> bool:
         return task_id in self.index
 
-    def subset(self, task_ids: list[str]) -> TaskLookup:
-        """The tasks ``task_ids`` alone, still as Arrow rows (cheap to send to another process)."""
-        return TaskLookup(self.table.take([self.index[t] for t in task_ids]))
+    def split(self, groups: list[list[str]]) -> list[TaskLookup]:
+        """The tasks of each group (ids of this lookup), each group a lookup of its own, taken from the
+        columns in one pass. Each is a slice of that take; it pickles as its own rows alone (see
+        :meth:`__reduce__`), so it is cheap to send to another process."""
+        rows = pa.array([self.index[t] for g in groups for t in g], type=pa.int64())
+        taken = self.table.take(rows).combine_chunks()
+        out, at = [], 0
+        for g in groups:
+            out.append(TaskLookup(taken.slice(at, len(g))))
+            at += len(g)
+        return out
+
+    def __reduce__(self) -> tuple:
+        # as Arrow IPC, which writes a slice's own rows (a pickled slice would carry its whole table)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.table.schema) as writer:
+            writer.write_table(self.table)
+        return _lookup_from_ipc, (sink.getvalue(),)
 
     def specs(self) -> dict[str, TaskSpec]:
         """Every task, built at once (a row at a time costs several times more)."""
         return {row["task_id"]: from_row(TABLES["tasks"], row) for row in self.table.to_pylist()}
+
+
+def _lookup_from_ipc(data: pa.Buffer) -> TaskLookup:
+    return TaskLookup(pa.ipc.open_stream(data).read_all())
 
 
 def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:

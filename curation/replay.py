@@ -9,6 +9,7 @@ replay from and are marked ``not_replayable`` (routing sends them to people).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+import hashlib
 from functools import partial
 
 import numpy as np
@@ -20,7 +21,6 @@ from generators.phone.env import replay_actions
 from generators.phone.families import get_family
 from generators.phone.world import World
 from warehouse.contract import Action, TaskSpec
-from warehouse.ids import digest
 from warehouse.parallel import map_chunks
 
 CHECK = "replay"
@@ -70,6 +70,11 @@ def _table_digests(world: World, built: World, known: dict[str, str]) -> dict[st
     return out
 
 
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+NO_TEXT = "\x00"
 PARALLEL_FROM = 2000  # distinct replays below which worker processes cost more than they save
 CHUNK = 256  # replays a worker takes at a time
 
@@ -90,6 +95,10 @@ def replay_marks(
     starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
     ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
     kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
+    # each step as recorded (kind, tool, argument text; no text is not the empty text): equal texts are the
+    # same actions, so an episode's joined texts key its replay without encoding its parsed arguments again
+    calls = [f"{k}\x1f{t}\x1f{NO_TEXT if a is None else a}" for k, t, a in
+             zip(kinds, tools, steps["action_arguments"].tolist(), strict=True)]
     n = len(episodes)
     mark, passed, reason = [""] * n, [False] * n, [""] * n
     detail: list[dict | None] = [None] * n
@@ -105,9 +114,10 @@ def replay_marks(
         if eid in skip or tid is None or tid not in tasks:
             mark[i], reason[i] = "skipped", "schema check failed: nothing sound to replay"
             continue
-        actions = [(kinds[j], tools[j], args[j]) for j in range(starts[i], ends[i])]
-        keys[i] = (str(tid), digest(actions, 24))
-        jobs.setdefault(keys[i], actions)
+        lo, hi = starts[i], ends[i]
+        key = keys[i] = (str(tid), _hash("\x1e".join(calls[lo:hi])))
+        if key not in jobs:
+            jobs[key] = [(kinds[j], tools[j], args[j]) for j in range(lo, hi)]
     hashes = _replayed(jobs, tasks, replay, workers)
     for i, key in enumerate(keys):
         if key is None:
@@ -128,15 +138,18 @@ def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], 
     workers' job too."""
     keys = sorted(jobs)  # task by task: a chunk rebuilds few distinct worlds
     chunks = [keys[i:i + CHUNK] for i in range(0, len(keys), CHUNK)]
-    work = [(_tasks_of(tasks, list(dict.fromkeys(tid for tid, _ in chunk))), [(tid, jobs[tid, d]) for tid, d in chunk])
-            for chunk in chunks]
+    groups = [list(dict.fromkeys(tid for tid, _ in chunk)) for chunk in chunks]
+    work = list(zip(_tasks_of(tasks, groups), [[(tid, jobs[tid, d]) for tid, d in chunk] for chunk in chunks],
+                    strict=True))
     parts = map_chunks(partial(_replay_chunks, replay=replay), work, workers=workers, chunk=1,
                        least=-(-PARALLEL_FROM // CHUNK))
     return dict(zip(keys, (h for part in parts for h in part), strict=True))
 
 
-def _tasks_of(tasks: Mapping[str, TaskSpec], task_ids: list[str]) -> Mapping[str, TaskSpec]:
-    return tasks.subset(task_ids) if isinstance(tasks, TaskLookup) else {t: tasks[t] for t in task_ids}
+def _tasks_of(tasks: Mapping[str, TaskSpec], groups: list[list[str]]) -> list[Mapping[str, TaskSpec]]:
+    if isinstance(tasks, TaskLookup):
+        return tasks.split(groups)
+    return [{t: tasks[t] for t in g} for g in groups]
 
 
 def _replay_chunks(work: list[tuple[Mapping[str, TaskSpec], list[tuple[str, list]]]],

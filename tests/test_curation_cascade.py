@@ -299,3 +299,22 @@ def test_replay_goes_on_past_a_finish_the_harness_refused():
     assert rec.steps[0].feedback.ok is False and rec.outcome.success
     actions = [(s.action.kind, s.action.tool, s.action.arguments) for s in rec.steps]
     assert replay_hash(task, actions) == rec.outcome.final_state_hash
+
+
+def test_task_groups_reach_workers_as_their_own_rows(curated):
+    """Replay sends each chunk its tasks as a slice of one take: pickled, a group carries its own
+    rows (not the round's whole task table) and builds the same specs as the full lookup."""
+    import pickle
+
+    store, round_id = curated
+    tasks = cascade_input(store, round_id).tasks
+    ids = list(tasks)
+    groups = [ids[:2], ids[1:4]] + [[t] for t in ids[4:]]  # a task may sit in two chunks
+    parts = tasks.split(groups)
+    assert [list(p) for p in parts] == groups
+    whole = len(pickle.dumps(tasks))
+    for group, part in zip(groups, parts, strict=True):
+        back = pickle.loads(pickle.dumps(part))
+        assert len(pickle.dumps(part)) < whole / 4  # a slice pickled as such would carry every row
+        assert back.specs() == {t: tasks[t] for t in group}
+    assert tasks.split([]) == []

@@ -7,14 +7,21 @@ import json
 from typing import Any
 
 
-# what json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False) builds
-# on every call: made once, since the phone encodes a few rows a step (the encoder keeps no state)
+# what json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False) builds,
+# made once: the C encoder itself (json.JSONEncoder.encode makes a new one per call, which cost more than
+# encoding a small value; the phone encodes a few rows a step); no check for circular values, no JSON anyway
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+try:
+    from json.encoder import c_make_encoder, encode_basestring
+
+    _C_ENCODE = c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)
+except (ImportError, TypeError):  # another Python's json: the plain way
+    _C_ENCODE = None
 
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace: the same value, the same text."""
-    return _CANONICAL.encode(value)
+    return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _CANONICAL.encode(value)
 
 
 def digest(value: Any, length: int = 16) -> str:
