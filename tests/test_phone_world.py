@@ -142,3 +142,17 @@ def test_diff_table_equals_its_definition_over_random_tables():
         for skip, with_table in (((), None), (("read",), None), (("read",), table)):
             assert diff_table("mails", old, new, skip, with_table) == _diff_by_definition("mails", old, new, skip,
                                                                                             with_table)
+
+
+def test_fixed_tasks_build_the_worlds_they_always_built():
+    """Every family's worlds, as built and after the reference solution, hash as pinned in
+    tests/data/world_hashes.json: making the phone faster must not move one row of a recorded
+    episode's world (its replay would fail)."""
+    import json
+
+    from tests.world_hashes import PATH, world_hashes
+
+    pinned, now = json.loads(PATH.read_text()), world_hashes()
+    assert now.keys() == pinned.keys()
+    moved = sorted(t for t in now if now[t] != pinned[t])
+    assert not moved, f"{len(moved)} tasks' worlds moved, e.g. {moved[:3]}"
