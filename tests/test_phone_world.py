@@ -82,9 +82,15 @@ def test_unordered_lists_compare_as_multisets_and_ordered_lists_by_order():
 
 
 def test_row_json_is_canonical_json_for_every_value_a_step_encodes():
-    """The step encodes rows, call arguments and results with row_json (the C encoder made once); it must give
-    canonical_json's text for all of them: hostile values, nesting, non-ASCII, NaN, non-str keys, non-JSON objects."""
-    from datetime import date
+    """The step encodes rows, call arguments and results with row_json (orjson, json where they could differ); it
+    must give canonical_json's text for all of them: hostile values, nesting, non-ASCII, NaN, non-str keys, non-JSON
+    objects, subclasses (a plain Enum member is no row value: orjson writes its value), floats json writes with an exponent (orjson writes them otherwise), ints beyond 64 bits,
+    text that looks like an exponent, every code point, and random floats of every magnitude."""
+    import enum
+    import random
+    import struct
+    from collections import OrderedDict
+    from datetime import date, datetime
 
     from warehouse.ids import canonical_json
 
@@ -95,6 +101,19 @@ def test_row_json_is_canonical_json_for_every_value_a_step_encodes():
     values = [*HOSTILE, float("nan"), float("inf"), -0.0, 1e300, 2**70, "zürich ☕", "\u2028", {1: "one", 2: "two"},
               {"b": 1, "a": [1, {"d": None}]}, date(2026, 3, 2), ("a", 1), [[], {}, [[]]], True, None]
     values += [a.arguments for family in FAMILIES.values() for a in family.reference_actions(family.make_task(0, 2))]
+
+    class Mode(str, enum.Enum):
+        FAST = "fast"
+
+    values += [1e-05, -9.99e-05, 0.0001, 1e16, -1.2345e17, 9999999999999998.0, 5e-324, 1e-4 * 0.999, 2**63, -2**63 - 1,
+               {"a": [1e-7, None]}, {"x": None, "y": float("nan")}, [None, -float("inf")], "1e-5 and 2e+3 and 0.00001",
+               "null", Mode.FAST, OrderedDict(b=1, a=2), datetime(2026, 3, 2, 9), {"k": (1, 2.5e-9)},
+               "".join(chr(c) for c in range(0x20)) + "\x7f\u00e9\U0001f600", "\ud800 lone surrogate"]
+    values += ["".join(map(chr, range(lo, min(lo + 4096, 0x110000)))) for lo in range(0, 0x110000, 4096)
+               if not 0xD800 <= lo < 0xE000]
+    rng = random.Random(12)
+    values += [struct.unpack("d", rng.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(20000)]
+    values += [round(rng.uniform(-1e6, 1e6), rng.randint(0, 8)) for _ in range(20000)]
     for value in values:
         assert row_json(value) == canonical_json(value), value
         assert row_json(["tool", value]) == canonical_json(["tool", value]), value
