@@ -94,7 +94,7 @@ def _candidate_pairs(keys: np.ndarray) -> np.ndarray:
     return np.stack([pairs // n, pairs % n], axis=1)
 
 
-def _similarity(sig: np.ndarray, pairs: np.ndarray, chunk: int = 200_000) -> np.ndarray:
+def _similarity(sig: np.ndarray | InstructionSignatures, pairs: np.ndarray, chunk: int = 200_000) -> np.ndarray:
     out = np.empty(len(pairs))
     for s in range(0, len(pairs), chunk):
         p = pairs[s : s + chunk]
@@ -129,17 +129,38 @@ def signatures(
     keep = (pos >= 0) & near_calls.notna().to_numpy()
     owner = pos[keep]
     texts = near_calls.to_numpy()[keep]
-    call_sig = hasher.signatures(shingle_hash(texts.tolist()), owner, len(episodes))
+    codes, distinct = pd.factorize(texts)  # rollouts repeat calls: each distinct one is hashed once
+    call_sig = hasher.signatures(shingle_hash(distinct.tolist())[codes], owner, len(episodes))
     has_calls = np.zeros(len(episodes), dtype=bool)
     has_calls[owner] = True
     tool_with_args = np.array([t.startswith("[") and not t.startswith('["finish",') and not t.endswith(",{}]")
                                for t in texts.tolist()], dtype=bool)
     informative = np.zeros(len(episodes), dtype=bool)
     informative[owner[tool_with_args]] = True
-    codes, distinct = pd.factorize(episodes["instruction"].fillna("").map(normalise_instruction))
-    grams, gram_owner = char_ngram_hashes(list(distinct), ngram)
-    instr_sig = hasher.signatures(grams, gram_owner, len(distinct))[codes]
-    return call_sig, instr_sig, has_calls, informative
+    return call_sig, InstructionSignatures(episodes, hasher, ngram), has_calls, informative
+
+
+class InstructionSignatures:
+    """The MinHash signatures of the episodes' instructions (character n-grams), indexed by episode row
+    like an array, each distinct instruction's made the first time a row asks for it: only episodes
+    in a candidate pair are compared by instruction, and most are in none."""
+
+    def __init__(self, episodes: pd.DataFrame, hasher: MinHasher, ngram: int):
+        # by the text as written: texts normalised alike get equal signatures either way
+        self.codes, distinct = pd.factorize(episodes["instruction"].fillna(""))
+        self.texts = list(distinct)
+        self.hasher, self.ngram = hasher, ngram
+        self.sig = np.empty((len(self.texts), hasher.num_perm), dtype=np.uint32)
+        self.made = np.zeros(len(self.texts), dtype=bool)
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        codes = self.codes[rows]
+        need = np.unique(codes[~self.made[codes]])
+        if len(need):
+            grams, owner = char_ngram_hashes([normalise_instruction(self.texts[i]) for i in need.tolist()], self.ngram)
+            self.sig[need] = self.hasher.signatures(grams, owner, len(need))
+            self.made[need] = True
+        return self.sig[codes]
 
 
 class _Meaning:

@@ -27,7 +27,6 @@ _DATE_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "morning afternoon evening noon midnight".split()
 )
-_SENTENCE_END = re.compile(r"[.!?\n]\s*$")
 
 
 def _clean(word: str) -> str:
@@ -37,6 +36,14 @@ def _clean(word: str) -> str:
 def words(text: str) -> frozenset[str]:
     """The lower-case words of ``text`` (possessives and edge punctuation dropped)."""
     return frozenset(w for w in (_clean(t) for t in _WORD.findall(text or "")) if w)
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence: the text before it is nothing, or ends in ``.``, ``!``
+    or ``?`` and blanks, or in blanks that hold a line break (``[.!?\\n]\\s*$`` read from the end)."""
+    head = text[:start]
+    body = head.rstrip()
+    return not head or body[-1:] in (".", "!", "?") or "\n" in head[len(body):]
 
 
 def anchors(text: str) -> frozenset[str]:
@@ -49,7 +56,7 @@ def anchors(text: str) -> frozenset[str]:
         raw, word = m.group(0), _clean(m.group(0))
         if not word:
             continue
-        opens_sentence = m.start() == 0 or bool(_SENTENCE_END.search(text[: m.start()]))
+        opens_sentence = _opens_sentence(text, m.start())
         if (any(c.isdigit() for c in word) or "@" in word or word in _DATE_WORDS
                 or (raw[:1].isupper() and not opens_sentence and word != "i")):
             out.add(word)

@@ -281,3 +281,20 @@ def test_real_near_misses_stay_apart_from_what_they_nearly_match():
     assert [(a, b) for a, b in near_misses if clusters[a] == clusters[b]] == []
     found = sum(clusters[a] == clusters[b] for a, b in paraphrases)  # one task in other words still is one
     assert found == sum(blind[a] == blind[b] for a, b in paraphrases) and found / len(paraphrases) >= 0.95
+
+
+def test_a_word_opens_a_sentence_as_the_pattern_defines():
+    """Anchors skip a capitalised word that opens a sentence; where a sentence opens is the pattern
+    ``[.!?\\n]\\s*$`` over the text before the word (read from the end, not searched per word)."""
+    import random
+    import re
+
+    from curation.semantic import _opens_sentence
+
+    ends = re.compile(r"[.!?\n]\s*$")
+    rng = random.Random(4)
+    alphabet = ["a", "B", ".", "!", "?", "\n", " ", "\t", "\u00a0", "\u2028", "\r", ","]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        for start in range(len(text) + 1):
+            assert _opens_sentence(text, start) == (start == 0 or bool(ends.search(text[:start]))), (text, start)
