@@ -10,6 +10,7 @@ gets one mark per step, and the funnel counts what each step marked.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from curation.marking import marks_frame
 from curation.near_dup import NearDupConfig, near_duplicate_marks, near_duplicate_marks_with_history
 from curation.pii import ORDER as PII_KINDS
 from curation.pii import pii_marks
-from curation.replay import ReplayFn, replay_hash, replay_marks
+from curation.replay import ReplayFn, ReplayPlan, replay_hash
 from curation.routing import routing_marks
 from curation.schema_check import schema_marks
 from curation.semantic import Embed
@@ -115,15 +116,20 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     calls = timed("signatures", call_columns, st)
     sound = schema["passed"].to_numpy().copy()
     broken = set(ep["episode_id"][~sound])
-    replay = timed("replay", replay_marks, ep, st, calls["args"].tolist(), inp.tasks, broken, inp.replay,
-                   config.workers)
-    out.append(replay)
+    t0 = time.perf_counter()
+    plan = ReplayPlan(ep, st, calls["args"].tolist(), inp.tasks, broken)
+    # replay is most of the work and runs in worker processes on a large round: the steps that do not
+    # need its marks run here meanwhile
+    with ThreadPoolExecutor(1, thread_name_prefix="replay") as pool:
+        hashing = pool.submit(plan.hashes, inp.replay, config.workers)
+        heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
+        keys = timed("exact_keys", exact_keys, ep, st, calls)
+        exact = timed("exact_duplicate", exact_duplicate_marks, ep, keys, inp.prior_exact)
+        pii = timed("pii", pii_marks, ep, st, config.pii_kinds)
+        replay = timed("replay", plan.marks, hashing.result())
+    seconds["replay"] = round(time.perf_counter() - t0, 3)  # from its plan to its marks, the others meanwhile
+    out += [replay, heur, exact]
     sound &= replay["passed"].to_numpy()
-    heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
-    out.append(heur)
-    keys = timed("exact_keys", exact_keys, ep, st, calls)
-    exact = timed("exact_duplicate", exact_duplicate_marks, ep, keys, inp.prior_exact)
-    out.append(exact)
     eligible = sound & exact["passed"].to_numpy()
     rate = ep.groupby("task_id")["success"].mean()
     if inp.prior_near is not None and len(inp.prior_near[0]):
@@ -136,7 +142,7 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
-    out.append(timed("pii", pii_marks, ep, st, config.pii_kinds))
+    out.append(pii)
     disagree = None
     if inp.judges:
         judged = timed("judges", judge_marks, ep, st, inp.judges)

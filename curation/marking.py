@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from warehouse.contract import REFERENCE_POLICY
-from warehouse.ids import canonical_json
+from warehouse.ids import plain_json
 from warehouse.schemas import TABLES
 
 MARK_COLUMNS = ["episode_id", "round_id", "check", "mark", "passed", "reason", "detail"]
@@ -38,7 +38,7 @@ def marks_frame(
 ) -> pd.DataFrame:
     """One mark of ``check`` per row of ``episodes`` (which needs episode_id and round_id)."""
     n = len(episodes)
-    details = [canonical_json(d) if d else "{}" for d in detail] if detail is not None else ["{}"] * n
+    details = [plain_json(d) if d else "{}" for d in detail] if detail is not None else ["{}"] * n
     return pd.DataFrame(
         {
             "episode_id": episodes["episode_id"].to_numpy(),

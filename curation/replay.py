@@ -79,56 +79,63 @@ PARALLEL_FROM = 2000  # distinct replays below which worker processes cost more 
 CHUNK = 256  # replays a worker takes at a time
 
 
-def replay_marks(
-    episodes: pd.DataFrame,
-    steps: pd.DataFrame,
-    args: list[dict],
-    tasks: Mapping[str, TaskSpec],
-    skip: set[str],
-    replay: ReplayFn = replay_hash,
-    workers: int = 1,
-) -> pd.DataFrame:
-    """A ``replay`` mark per episode: match, mismatch, not_replayable or skipped.
+class ReplayPlan:
+    """A ``replay`` mark per episode (match, mismatch, not_replayable or skipped), planned, then worked out.
 
-    Each distinct (task, actions) replays once. With ``workers`` > 1 and at least
-    :data:`PARALLEL_FROM` distinct replays, they are spread over that many processes."""
-    starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
-    ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
-    kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
-    # each step as recorded (kind, tool, argument text; no text is not the empty text): equal texts are the
-    # same actions, so an episode's joined texts key its replay without encoding its parsed arguments again
-    calls = [f"{k}\x1f{t}\x1f{NO_TEXT if a is None else a}" for k, t, a in
-             zip(kinds, tools, steps["action_arguments"].tolist(), strict=True)]
-    n = len(episodes)
-    mark, passed, reason = [""] * n, [False] * n, [""] * n
-    detail: list[dict | None] = [None] * n
-    eids, tids = episodes["episode_id"].to_numpy(), episodes["task_id"].to_numpy()
-    sources, recorded_hashes = episodes["source"].to_numpy(), episodes["final_state_hash"].to_numpy()
-    jobs: dict[tuple[str, str], list] = {}  # (task id, actions digest) -> the actions to replay
-    keys: list[tuple[str, str] | None] = [None] * n
-    for i in range(n):
-        eid, tid = eids[i], tids[i]
-        if sources[i] == "external":
-            mark[i], passed[i], reason[i] = "not_replayable", True, "external import: no seed to rebuild its world from"
-            continue
-        if eid in skip or tid is None or tid not in tasks:
-            mark[i], reason[i] = "skipped", "schema check failed: nothing sound to replay"
-            continue
-        lo, hi = starts[i], ends[i]
-        key = keys[i] = (str(tid), _hash("\x1e".join(calls[lo:hi])))
-        if key not in jobs:
-            jobs[key] = [(kinds[j], tools[j], args[j]) for j in range(lo, hi)]
-    hashes = _replayed(jobs, tasks, replay, workers)
-    for i, key in enumerate(keys):
-        if key is None:
-            continue
-        got, recorded = hashes[key], recorded_hashes[i]
-        ok = got == recorded
-        mark[i], passed[i] = ("match" if ok else "mismatch"), ok
-        if not ok:
-            reason[i] = f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}"
-            detail[i] = {"replayed": got, "recorded": recorded}
-    return marks_frame(episodes, CHECK, mark, passed, reason, detail)
+    The plan: each episode's job (its task and actions), the distinct jobs (each replays once), and the
+    marks of those it cannot replay. :meth:`hashes` does the work, in ``workers`` processes from
+    :data:`PARALLEL_FROM` distinct jobs (it leaves this process idle: the caller may work meanwhile, in
+    another thread); :meth:`marks` reads the result."""
+
+    def __init__(self, episodes: pd.DataFrame, steps: pd.DataFrame, args: list[dict],
+                 tasks: Mapping[str, TaskSpec], skip: set[str]):
+        starts = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="left")
+        ends = np.searchsorted(steps["episode_id"].to_numpy(), episodes["episode_id"].to_numpy(), side="right")
+        kinds, tools = steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist()
+        # each step as recorded (kind, tool, argument text; no text is not the empty text): equal texts are the
+        # same actions, so an episode's joined texts key its replay without encoding its parsed arguments again
+        calls = [f"{k}\x1f{t}\x1f{NO_TEXT if a is None else a}" for k, t, a in
+                 zip(kinds, tools, steps["action_arguments"].tolist(), strict=True)]
+        n = len(episodes)
+        self.episodes, self.tasks = episodes, tasks
+        self.mark, self.passed, self.reason = [""] * n, [False] * n, [""] * n
+        eids, tids = episodes["episode_id"].to_numpy(), episodes["task_id"].to_numpy()
+        sources = episodes["source"].to_numpy()
+        self.jobs: dict[tuple[str, str], list] = {}  # (task id, actions digest) -> the actions to replay
+        self.keys: list[tuple[str, str] | None] = [None] * n
+        for i in range(n):
+            eid, tid = eids[i], tids[i]
+            if sources[i] == "external":
+                self.mark[i], self.passed[i] = "not_replayable", True
+                self.reason[i] = "external import: no seed to rebuild its world from"
+                continue
+            if eid in skip or tid is None or tid not in tasks:
+                self.mark[i], self.reason[i] = "skipped", "schema check failed: nothing sound to replay"
+                continue
+            lo, hi = starts[i], ends[i]
+            key = self.keys[i] = (str(tid), _hash("\x1e".join(calls[lo:hi])))
+            if key not in self.jobs:
+                self.jobs[key] = [(kinds[j], tools[j], args[j]) for j in range(lo, hi)]
+
+    def hashes(self, replay: ReplayFn = replay_hash, workers: int = 1) -> dict[tuple[str, str], str]:
+        """Each job's final hash (or ``error: ...``)."""
+        return _replayed(self.jobs, self.tasks, replay, workers)
+
+    def marks(self, hashes: dict[tuple[str, str], str]) -> pd.DataFrame:
+        """The marks, given :meth:`hashes`."""
+        mark, passed, reason = list(self.mark), list(self.passed), list(self.reason)
+        detail: list[dict | None] = [None] * len(mark)
+        recorded_hashes = self.episodes["final_state_hash"].to_numpy()
+        for i, key in enumerate(self.keys):
+            if key is None:
+                continue
+            got, recorded = hashes[key], recorded_hashes[i]
+            ok = got == recorded
+            mark[i], passed[i] = ("match" if ok else "mismatch"), ok
+            if not ok:
+                reason[i] = f"replay ends in {got[:32]}, recorded {str(recorded)[:32]}"
+                detail[i] = {"replayed": got, "recorded": recorded}
+        return marks_frame(self.episodes, CHECK, mark, passed, reason, detail)
 
 
 def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], replay: ReplayFn,
