@@ -118,15 +118,16 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     broken = set(ep["episode_id"][~sound])
     t0 = time.perf_counter()
     plan = ReplayPlan(ep, st, calls["args"].tolist(), inp.tasks, broken)
-    # replay is most of the work and runs in worker processes on a large round: the steps that do not
-    # need its marks run here meanwhile
+    # replay is most of the work: when it runs in worker processes, the steps that do not need its marks
+    # run here meanwhile (in this process, two busy threads would only take turns)
     with ThreadPoolExecutor(1, thread_name_prefix="replay") as pool:
-        hashing = pool.submit(plan.hashes, inp.replay, config.workers)
+        hashing = pool.submit(plan.hashes, inp.replay, config.workers) if plan.spreads(config.workers) else None
         heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
         keys = timed("exact_keys", exact_keys, ep, st, calls)
         exact = timed("exact_duplicate", exact_duplicate_marks, ep, keys, inp.prior_exact)
         pii = timed("pii", pii_marks, ep, st, config.pii_kinds)
-        replay = timed("replay", plan.marks, hashing.result())
+        hashes = hashing.result() if hashing is not None else plan.hashes(inp.replay, config.workers)
+        replay = timed("replay", plan.marks, hashes)
     seconds["replay"] = round(time.perf_counter() - t0, 3)  # from its plan to its marks, the others meanwhile
     out += [replay, heur, exact]
     sound &= replay["passed"].to_numpy()

@@ -21,7 +21,7 @@ from generators.phone.env import replay_actions
 from generators.phone.families import get_family
 from generators.phone.world import World
 from warehouse.contract import Action, TaskSpec
-from warehouse.parallel import map_chunks
+from warehouse.parallel import map_chunks, spreads
 
 CHECK = "replay"
 
@@ -117,6 +117,10 @@ class ReplayPlan:
             if key not in self.jobs:
                 self.jobs[key] = [(kinds[j], tools[j], args[j]) for j in range(lo, hi)]
 
+    def spreads(self, workers: int) -> bool:
+        """Whether :meth:`hashes` runs in worker processes."""
+        return spreads(-(-len(self.jobs) // CHUNK), workers, _least_chunks())
+
     def hashes(self, replay: ReplayFn = replay_hash, workers: int = 1) -> dict[tuple[str, str], str]:
         """Each job's final hash (or ``error: ...``)."""
         return _replayed(self.jobs, self.tasks, replay, workers)
@@ -149,8 +153,12 @@ def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], 
     work = list(zip(_tasks_of(tasks, groups), [[(tid, jobs[tid, d]) for tid, d in chunk] for chunk in chunks],
                     strict=True))
     parts = map_chunks(partial(_replay_chunks, replay=replay), work, workers=workers, chunk=1,
-                       least=-(-PARALLEL_FROM // CHUNK))
+                       least=_least_chunks())
     return dict(zip(keys, (h for part in parts for h in part), strict=True))
+
+
+def _least_chunks() -> int:
+    return -(-PARALLEL_FROM // CHUNK)
 
 
 def _tasks_of(tasks: Mapping[str, TaskSpec], groups: list[list[str]]) -> list[Mapping[str, TaskSpec]]:

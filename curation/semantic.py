@@ -33,6 +33,7 @@ def _clean(word: str) -> str:
     return word.strip(".,:;!?'\"()[]").removesuffix("'s").lower()
 
 
+@lru_cache(maxsize=1 << 16)  # a text's words and anchors are asked for in every pair it is in
 def words(text: str) -> frozenset[str]:
     """The lower-case words of ``text`` (possessives and edge punctuation dropped)."""
     return frozenset(w for w in (_clean(t) for t in _WORD.findall(text or "")) if w)
@@ -46,6 +47,7 @@ def _opens_sentence(text: str, start: int) -> bool:
     return not head or body[-1:] in (".", "!", "?") or "\n" in head[len(body):]
 
 
+@lru_cache(maxsize=1 << 16)
 def anchors(text: str) -> frozenset[str]:
     """The value-like words of ``text`` (see the module doc), lower case."""
     text = text or ""

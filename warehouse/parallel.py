@@ -16,6 +16,11 @@ In = TypeVar("In")
 Out = TypeVar("Out")
 
 
+def spreads(items: int, workers: int, least: int) -> bool:
+    """Whether :func:`map_chunks` spreads ``items`` over worker processes."""
+    return workers > 1 and items >= max(least, 2)
+
+
 def map_chunks(fn: Callable[[list[In]], list[Out]], items: Sequence[In], *, workers: int, chunk: int,
                least: int) -> list[Out]:
     """``fn`` over ``items`` in chunks of ``chunk``, concatenated in input order: in ``workers``
@@ -24,7 +29,7 @@ def map_chunks(fn: Callable[[list[In]], list[Out]], items: Sequence[In], *, work
     ``fn`` takes a list and returns one result per item; it must be picklable (a module-level
     function or a ``functools.partial`` of one) and should not raise for one bad item."""
     items = list(items)
-    if workers <= 1 or len(items) < max(least, 2):
+    if not spreads(len(items), workers, least):
         return fn(items)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
