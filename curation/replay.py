@@ -19,6 +19,7 @@ from curation.frame import TaskLookup
 from curation.marking import marks_frame
 from generators.phone.env import replay_actions
 from generators.phone.families import get_family
+from generators.phone.trusted import trusted
 from generators.phone.world import World
 from warehouse.contract import Action, TaskSpec
 from warehouse.parallel import map_chunks, spreads
@@ -33,7 +34,7 @@ def replay_hash(task: TaskSpec, actions: list[tuple[str, str, dict]]) -> str:
     through the phone's own step function (see ``generators.phone.env.replay_actions``)."""
     built, known = _built_world(task)
     world = built.copy()
-    replay_actions(task, [Action.model_construct(kind=kind, tool=tool, arguments=args)
+    replay_actions(task, [trusted(Action, kind=kind, tool=tool, arguments=args, call_id="", text="", raw="")
                           for kind, tool, args in actions], world)
     return world.state_hash(_table_digests(world, built, known))
 

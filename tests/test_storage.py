@@ -283,3 +283,20 @@ def test_a_sqlite_state_database_locked_too_long_is_one_clear_line(tmp_path, mon
         holder.close()
     store.commit_unit("r0001", "k", {"episodes": [_episode(1)]})  # once let go, the same write goes through
     assert store.done_keys("r0001", "episodes") == {"k"}
+
+
+def test_json_columns_read_back_as_json_reads_them():
+    """A record's JSON columns are read by orjson where it gives json's value, by json elsewhere: NaN,
+    Infinity, integers beyond 64 bits (orjson would make them floats), lone surrogates, duplicate keys."""
+    import json
+
+    from warehouse.schemas import read_json
+
+    texts = ['{"a": NaN}', "[Infinity, -Infinity]", "123456789012345678901234567890", "-9223372036854775809",
+             "18446744073709551615", '{"n": 99999999999999999999}', '"\\ud800"', '{"a":1,"a":2}', "1e400", "-0.0",
+             '{"x": [1.5, "é", null, true, {"y": -2}]}', '"\\u0000"', "0.1", "1E5", "[]", '"1234567890123456789"']
+    for text in texts:
+        assert repr(read_json(text)) == repr(json.loads(text)), text
+    for bad in ["{", "[1,]", "{'a': 1}", "nan", ""]:
+        with pytest.raises(ValueError):
+            read_json(bad)

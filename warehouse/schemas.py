@@ -10,12 +10,14 @@ records) is stored as canonical JSON text.
 from __future__ import annotations
 
 import json
+import re
 import types
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
+import orjson
 import pyarrow as pa
 from pydantic import BaseModel
 
@@ -130,6 +132,21 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def read_json(text: str) -> Any:
+    """``json.loads(text)``, the same value, faster: orjson reads it, and json what orjson refuses (NaN and
+    Infinity, lone surrogates) or reads otherwise (an integer beyond 64 bits, which orjson makes a float:
+    any run of 19 digits goes to json)."""
+    if _LONG_DIGITS.search(text):
+        return json.loads(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def from_row(table: TableSpec, row: dict[str, Any]) -> BaseModel:
     """Rebuild a record from a row of ``table``'s schema."""
     data: dict[str, Any] = {}
@@ -138,7 +155,7 @@ def from_row(table: TableSpec, row: dict[str, Any]) -> BaseModel:
             continue
         value = row[col.name]
         if col.json and value is not None:
-            value = json.loads(value)
+            value = read_json(value)
         node = data
         for part in col.path[:-1]:
             node = node.setdefault(part, {})
