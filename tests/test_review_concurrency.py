@@ -115,20 +115,29 @@ def test_three_reviewers_and_a_writing_flow_at_once(tmp_path, state_url):
     assert con.execute("SELECT count(*) FROM episodes").fetchone()[0] == WRITER_SHARDS * 4
 
 
-def _open_store(data_dir, results) -> None:
+def _open_store(data_dir, state_url, results, start) -> None:
     try:
-        Store(data_dir)
+        start.wait(timeout=30)
+        Store(data_dir, state_url)
         results.put("ok")
     except Exception as exc:  # noqa: BLE001  (reported to the test)
         results.put(str(exc))
 
 
-def test_processes_opening_a_new_state_database_at_once_all_succeed(tmp_path):
+def test_processes_opening_a_new_state_database_at_once_all_succeed(tmp_path, state_url):
+    import sqlalchemy as sa
+
     ctx = mp.get_context("fork")  # fast starts, so the openings really overlap
     failures = []
     for i in range(10):
-        results = ctx.Queue()
-        procs = [ctx.Process(target=_open_store, args=(tmp_path / f"d{i}", results)) for _ in range(4)]
+        if state_url:  # a new database each time: an empty schema
+            engine = sa.create_engine(state_url)
+            with engine.begin() as conn:
+                conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+            engine.dispose()
+        results, start = ctx.Queue(), ctx.Barrier(6)  # all six open the same new database at once
+        procs = [ctx.Process(target=_open_store, args=(tmp_path / f"d{i}", state_url, results, start))
+                 for _ in range(6)]
         for p in procs:
             p.start()
         for p in procs:

@@ -43,5 +43,6 @@ def test_an_old_state_database_gains_the_recovered_column(tmp_path, state_url):
                            first_wrong_step=1, recovered=True))
         s.commit()
         assert s.exec(select(state.Review).where(state.Review.episode_id == "e2")).one().recovered is True
-    assert state.add_missing_columns(engine) == []  # a second open changes nothing
+    with engine.connect() as conn:
+        assert state.add_missing_columns(conn) == []  # a second open changes nothing
     engine.dispose()

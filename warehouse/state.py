@@ -149,26 +149,34 @@ def _lost_database(url: str):
     return handle
 
 
-def _create_tables(engine: sa.Engine, attempts: int = 5) -> None:
-    """Create missing tables and add missing columns. Several processes opening a new
-    database at once (reviewers, a running flow) can both see a table or column missing
-    and both create it; the loser retries."""
-    for attempt in range(attempts):
-        try:
-            SQLModel.metadata.create_all(engine)
-            add_missing_columns(engine)
-            return
-        except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.IntegrityError) as exc:
-            text = str(exc).lower()
-            if attempt == attempts - 1 or not any(s in text for s in ("already exists", "duplicate key", "duplicate column")):
-                raise
+def _create_tables(engine: sa.Engine) -> None:
+    """Create missing tables and add missing columns, holding the database's lock while
+    it looks and creates: several processes opening a new database at once (reviewers,
+    a running flow) would otherwise each see a table missing and race to create it."""
+    with engine.connect() as conn:
+        _lock_schema(conn)
+        SQLModel.metadata.create_all(conn)
+        add_missing_columns(conn)
+        conn.commit()
 
 
-def add_missing_columns(engine: sa.Engine) -> list[str]:
+_SCHEMA_LOCK_KEY = 0x466C7977  # PostgreSQL advisory lock taken while the tables are made ("Flyw")
+
+
+def _lock_schema(conn: sa.Connection) -> None:
+    """Hold the schema lock until ``conn`` commits: SQLite's write lock taken up front
+    (it waits out the busy timeout for another process), PostgreSQL's advisory lock."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
+
+
+def add_missing_columns(conn: sa.Connection) -> list[str]:
     """The migration of a state database made by an earlier version: every column the
     models have and its tables lack is added (each such column has a server default or
-    is nullable, so existing rows stay valid). Returns ``table.column`` of those added."""
-    inspector = sa.inspect(engine)
+    is nullable, so existing rows stay valid), in ``conn``'s transaction. Returns ``table.column`` of those added."""
+    inspector = sa.inspect(conn)
     existing = set(inspector.get_table_names())
     added = []
     for table in SQLModel.metadata.sorted_tables:
@@ -178,17 +186,16 @@ def add_missing_columns(engine: sa.Engine) -> list[str]:
         for col in table.columns:
             if col.name in have:
                 continue
-            ddl = f"ALTER TABLE {table.name} ADD COLUMN {col.name} {col.type.compile(dialect=engine.dialect)}"
+            ddl = f"ALTER TABLE {table.name} ADD COLUMN {col.name} {col.type.compile(dialect=conn.dialect)}"
             if col.server_default is not None:
                 default = col.server_default.arg
-                text = default.compile(dialect=engine.dialect) if isinstance(default, sa.ClauseElement) else f"'{default}'"
+                text = default.compile(dialect=conn.dialect) if isinstance(default, sa.ClauseElement) else f"'{default}'"
                 ddl += f" DEFAULT {text}"
             if not col.nullable:
                 if col.server_default is None:
                     raise StateError(f"cannot add {table.name}.{col.name} to an existing database: no default")
                 ddl += " NOT NULL"
-            with engine.begin() as conn:
-                conn.execute(sa.text(ddl))
+            conn.execute(sa.text(ddl))
             added.append(f"{table.name}.{col.name}")
     return added
 
