@@ -56,9 +56,9 @@ def json_values(keys: list[str], max_leaves: int = 20):
     )
 
 
-# Files that change without data changing: SQLite's database and journals (compared by their
+# Files that change without data changing: SQLite's database, journals and setup lock (compared by their
 # rows instead), the writer lock (holds a pid), Prefect's home.
-_NOT_DATA = ("state.db", "state.db-wal", "state.db-shm", "state.db-journal", "run.lock")
+_NOT_DATA = ("state.db", "state.db-wal", "state.db-shm", "state.db-journal", "state.db.lock", "run.lock")
 # Rows a refused command may write: a failed sign-in is counted (that is the throttle).
 _COUNTERS = ("signin_failures",)
 

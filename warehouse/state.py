@@ -6,6 +6,9 @@ with the fields, a table model. CRUD functions take ``*, session``.
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -116,7 +119,8 @@ def make_engine(url: str) -> sa.Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True)
-        _create_tables(engine)
+        with _setup_lock(engine):
+            _create_tables(engine)
         # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
         event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
@@ -150,11 +154,10 @@ def _lost_database(url: str):
 
 
 def _create_tables(engine: sa.Engine) -> None:
-    """Create missing tables and add missing columns, holding the database's lock while
-    it looks and creates: several processes opening a new database at once (reviewers,
-    a running flow) would otherwise each see a table missing and race to create it."""
+    """Create missing tables and add missing columns (see :func:`_setup_lock` for several processes)."""
     with engine.connect() as conn:
-        _lock_schema(conn)
+        if conn.dialect.name == "postgresql":  # held until the commit
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
         SQLModel.metadata.create_all(conn)
         add_missing_columns(conn)
         conn.commit()
@@ -163,13 +166,28 @@ def _create_tables(engine: sa.Engine) -> None:
 _SCHEMA_LOCK_KEY = 0x466C7977  # PostgreSQL advisory lock taken while the tables are made ("Flyw")
 
 
-def _lock_schema(conn: sa.Connection) -> None:
-    """Hold the schema lock until ``conn`` commits: SQLite's write lock taken up front
-    (it waits out the busy timeout for another process), PostgreSQL's advisory lock."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    elif conn.dialect.name == "postgresql":
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
+@contextmanager
+def _setup_lock(engine: sa.Engine) -> Iterator[None]:
+    """One process at a time sets up a SQLite database file (its first connection switches it to WAL,
+    then the tables are made): several processes opening a new database at once (reviewers, a running
+    flow) would otherwise each see a table missing and race to create it, or meet SQLite's lock at a
+    moment its busy timeout does not cover. An OS lock on ``<file>.lock`` beside it, held for those
+    milliseconds and released at once when a process dies. PostgreSQL takes an advisory lock instead
+    (:func:`_create_tables`)."""
+    path = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not path or path == ":memory:" or path.startswith("file:"):
+        yield
+        return
+    try:
+        fh = open(f"{path}.lock", "a")  # noqa: SIM115  (closed below)
+    except OSError:  # a directory this process cannot write to: SQLite says so itself, in one line
+        yield
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()
 
 
 def add_missing_columns(conn: sa.Connection) -> list[str]:
