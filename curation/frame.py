@@ -16,6 +16,24 @@ import pyarrow as pa
 from warehouse.contract import TaskSpec
 from warehouse.schemas import TABLES, from_row
 
+def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> pd.DataFrame:
+    """``con.execute(sql, params).df()``, the same frame, faster: DuckDB's ``df()`` makes a Python string
+    of every value and pandas then its string column of them (about a second for 100,000 episodes'
+    steps), while Arrow hands pandas the strings at once. Only columns of strings (with at least one)
+    go that way; DuckDB converts the rest by its own rules (a nullable integer stays an integer, an
+    all-null column is an object column), so the dtypes are those of ``df()``."""
+    table = con.sql(sql, params=params).to_arrow_table()
+    strings = [f.name for f in table.schema
+               if pa.types.is_string(f.type) and table.column(f.name).null_count < len(table)]
+    rest = [n for n in table.column_names if n not in strings]
+    if not strings:
+        return duckdb.from_arrow(table, connection=con).df()
+    parts = [table.select(strings).to_pandas()]
+    if rest:
+        parts.append(duckdb.from_arrow(table.select(rest), connection=con).df())
+    return pd.concat(parts, axis=1)[table.column_names]
+
+
 EPISODE_COLUMNS = """
     e.episode_id, e.round_id, e.task_id, e.family, e.template, e.split, e.instruction, e.policy,
     e.model, e.rollout, e.source, e.schema_version,
@@ -47,7 +65,7 @@ def episode_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame
         WHERE e.round_id = $r
         ORDER BY e.episode_id
     """
-    return con.execute(sql, {"r": round_id}).df()
+    return query_frame(con, sql, {"r": round_id})
 
 
 def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
@@ -63,7 +81,7 @@ def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
         WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
         ORDER BY episode_id, "index"
     """
-    return con.execute(sql, {"r": round_id}).df()
+    return query_frame(con, sql, {"r": round_id})
 
 
 def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.DataFrame:
@@ -72,10 +90,9 @@ def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.D
         return pd.DataFrame(columns=["episode_id", "index", "action_call_id", "feedback_ok", "feedback_result"])
     con.register("_want", pd.DataFrame({"episode_id": episode_ids}))
     try:
-        return con.execute(
-            'SELECT episode_id, "index", action_call_id, feedback_ok, feedback_result FROM steps '
-            "WHERE episode_id IN (SELECT episode_id FROM _want) ORDER BY episode_id, \"index\""
-        ).df()
+        return query_frame(
+            con, 'SELECT episode_id, "index", action_call_id, feedback_ok, feedback_result FROM steps '
+            "WHERE episode_id IN (SELECT episode_id FROM _want) ORDER BY episode_id, \"index\"")
     finally:
         con.unregister("_want")
 
@@ -156,15 +173,14 @@ def prior_representatives(
         LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params FROM tasks) t ON t.task_id = e.task_id
         ORDER BY e.episode_id
     """
-    eps = con.execute(sql_eps, {"r": round_id, "h": history}).df()
+    eps = query_frame(con, sql_eps, {"r": round_id, "h": history})
     if eps.empty:
         return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments"])
     con.register("_prior", eps[["episode_id"]])
     try:
-        steps = con.execute(
-            'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
-            'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"'
-        ).df()
+        steps = query_frame(
+            con, 'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
+            'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"')
     finally:
         con.unregister("_prior")
     return eps, steps
