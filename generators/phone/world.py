@@ -120,7 +120,7 @@ class Table:
         (the row itself when the table has neither: read it, never change it)."""
         if not self.incidental and not self.unordered:
             return row
-        out = {k: v for k, v in row.items() if k not in self.incidental}
+        out = _strip(row, self.incidental)
         for k in self.unordered:
             if isinstance(out.get(k), list):
                 out[k] = sorted(out[k], key=canonical_json)
@@ -327,4 +327,9 @@ def _by_key(change: dict[str, Any]) -> str:
 
 
 def _strip(row: Row, skip: tuple[str, ...]) -> Row:
-    return {k: v for k, v in row.items() if k not in skip}
+    """The row without the fields ``skip`` (a copy; a table has one or two incidental fields, so copying
+    the row and dropping them is several times faster than a comprehension over every field)."""
+    out = row.copy()
+    for k in skip:
+        out.pop(k, None)
+    return out
