@@ -294,9 +294,28 @@ def test_json_columns_read_back_as_json_reads_them():
 
     texts = ['{"a": NaN}', "[Infinity, -Infinity]", "123456789012345678901234567890", "-9223372036854775809",
              "18446744073709551615", '{"n": 99999999999999999999}', '"\\ud800"', '{"a":1,"a":2}', "1e400", "-0.0",
-             '{"x": [1.5, "é", null, true, {"y": -2}]}', '"\\u0000"', "0.1", "1E5", "[]", '"1234567890123456789"']
+             '{"x": [1.5, "é", null, true, {"y": -2}]}', '"\\u0000"', "0.1", "1E5", "[]", '"1234567890123456789"',
+             '{"é€": 12345678901234567890}', '["\ud800", 99999999999999999999]', '{"ü": 1844674407370955161}']
     for text in texts:
         assert repr(read_json(text)) == repr(json.loads(text)), text
     for bad in ["{", "[1,]", "{'a': 1}", "nan", ""]:
         with pytest.raises(ValueError):
             read_json(bad)
+
+
+def test_long_digit_runs_are_found_as_a_regular_expression_finds_them():
+    """read_json's test for integers beyond 64 bits: a run of 19 ASCII digits, wherever it is (after
+    characters of several bytes, lone surrogates, other scripts' digits), and no shorter run."""
+    import random
+    import re
+
+    from warehouse.schemas import has_long_digits
+
+    alphabet = ["0", "1", "9", "5", "a", " ", "é", "€", "\ud800", "٣", "𝟘", "-", ".", '"']
+    rng = random.Random(7)
+    texts = ["9" * 18, "9" * 19, "é" + "1" * 19, "1" * 18 + "٣", "𝟘" * 25, "1" * 9 + "é" + "1" * 10, ""]
+    texts += ["".join(rng.choice(alphabet) if rng.random() < 0.3 else rng.choice("0123456789")
+                      for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    found = [has_long_digits(t) for t in texts]
+    assert found == [re.search("[0-9]{19}", t) is not None for t in texts]
+    assert True in found and False in found

@@ -10,7 +10,6 @@ records) is stored as canonical JSON text.
 from __future__ import annotations
 
 import json
-import re
 import types
 from dataclasses import dataclass
 from datetime import datetime
@@ -132,14 +131,22 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
+# every ASCII digit made a 0: a run of 19 zeros in the text so mapped is a run of 19 digits in the text (UTF-8
+# writes nothing else with the bytes of digits); a dozen times faster than a regular expression's search
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+
+
+def has_long_digits(text: str) -> bool:
+    """Whether ``text`` holds a run of 19 or more ASCII digits (lone surrogates allowed)."""
+    return _LONG_DIGITS in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
 
 
 def read_json(text: str) -> Any:
     """``json.loads(text)``, the same value, faster: orjson reads it, and json what orjson refuses (NaN and
     Infinity, lone surrogates) or reads otherwise (an integer beyond 64 bits, which orjson makes a float:
     any run of 19 digits goes to json)."""
-    if _LONG_DIGITS.search(text):
+    if has_long_digits(text):
         return json.loads(text)
     try:
         return orjson.loads(text)
