@@ -18,4 +18,8 @@ def test_bench_curation_quick_runs_and_prints_ratios():
     phases = {line.split()[0] + (" " + line.split()[1] if line.startswith("export") else "") for line in lines[1:7]}
     assert phases == {"cascade", "export openai", "export sharegpt", "export hf", "export dpo", "export rl"}
     assert any(line.startswith("targets at") for line in lines)
+    runs = next(line for line in lines if line.startswith("cascade runs at"))  # two runs in smoke mode
+    assert len(runs.split("all ")[1].split(", ")) == 2
+    best = float(runs.split("best ")[1].split(",")[0])
+    assert best == float(next(line for line in lines if line.startswith("cascade ")).split()[3])  # the larger size
     assert "Traceback" not in res.stderr
