@@ -13,6 +13,12 @@ workers over the same seconds. The plain loop sends the same number of calls, on
 same concurrency through the raw ``openai`` client with a semaphore: what a careful person
 writes by hand, and CPU-bound near 200 calls per second on one core here. The machine is
 shared, so the ratio, not the seconds.
+
+Both run ``--repeat`` times (default 3), alternately, each round on a fresh data directory and a
+fresh server: on this shared machine the same code's ratio moved from 1.1 to 1.7 between single
+runs an hour apart (both sides are wall-clock rates of processes on two cores the host also
+gives to others). The ratio is each side's best, as ``timeit`` takes the best of its repeats; every
+pair is printed beside it.
 """
 
 from __future__ import annotations
@@ -104,8 +110,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--runner", default="auto", choices=["auto", "threads", "processes"],
                         help="round.runner (auto: processes from 500 episodes, else threads)")
-    parser.add_argument("--quick", action="store_true", help="40 episodes, 20 ms latency")
+    parser.add_argument("--quick", action="store_true", help="40 episodes, 20 ms latency, two repeats")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds and plain loops, alternately; the best of each counts")
     args = parser.parse_args()
+    repeat = 2 if args.quick else max(1, args.repeat)
     episodes = 40 if args.quick else args.episodes
     latency = 20.0 if args.quick else 100.0
     root = Path(tempfile.mkdtemp(prefix="bench-model-round-"))
@@ -118,33 +126,40 @@ def main() -> None:
     from tests.conftest import single_session_families
     from warehouse.settings import load_settings
 
-    with serve_in_process(FaultConfig(latency_ms=latency)) as server:
-        def settings(name: str, n: int, policy: str = "openai"):
-            return load_settings(None, data_dir=root / name, policy=policy,
-                                 openai={"base_url": server.base_url, "model": MODEL,
-                                         "concurrency": args.concurrency, "timeout_s": 300},
-                                 round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
-                                        "runner": args.runner,
-                                        "shard_size": max(10, n // (2 * args.workers)),
-                                        "families": json.loads(single_session_families())})
+    def settings(base_url: str, name: str, n: int, policy: str = "openai"):
+        return load_settings(None, data_dir=root / name, policy=policy,
+                             openai={"base_url": base_url, "model": MODEL,
+                                     "concurrency": args.concurrency, "timeout_s": 300},
+                             round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
+                                    "runner": args.runner,
+                                    "shard_size": max(10, n // (2 * args.workers)),
+                                    "families": json.loads(single_session_families())})
 
-        # the Prefect server's start is not timed (and the model server sees the round's requests only)
-        round_flow(settings("warmup", 4, policy="scripted"), show_progress=False)
-        t0 = time.perf_counter()
-        with CpuWhileCalling(server.base_url.removesuffix("/v1")) as cpu:
-            summary = round_flow(settings("round", episodes), show_progress=False)
-        wall = time.perf_counter() - t0
-        calls, round_rate = server_rate(server.base_url.removesuffix("/v1"))
-        plain_rate, plain_cpu = measure(plain_loop, server.base_url, _request(), args.concurrency, calls)
+    runs = []  # per repeat: (round calls/s, its CPU ms per call, plain calls/s, its CPU ms per call, calls, wall, summary)
+    for i in range(repeat):
+        with serve_in_process(FaultConfig(latency_ms=latency)) as server:
+            if i == 0:  # the Prefect server's start is not timed (and the model server sees the round's requests only)
+                round_flow(settings(server.base_url, "warmup", 4, policy="scripted"), show_progress=False)
+            t0 = time.perf_counter()
+            with CpuWhileCalling(server.base_url.removesuffix("/v1")) as cpu:
+                summary = round_flow(settings(server.base_url, f"round-{i}", episodes), show_progress=False)
+            wall = time.perf_counter() - t0
+            calls, round_rate = server_rate(server.base_url.removesuffix("/v1"))
+            plain_rate, plain_cpu = measure(plain_loop, server.base_url, _request(), args.concurrency, calls)
+        runs.append((round_rate, cpu.ms_per_call(), plain_rate, plain_cpu, calls, wall, summary))
+    best_round = max(runs, key=lambda r: r[0])
+    best_plain = max(runs, key=lambda r: r[2])
+    summary, calls, wall = best_round[6], best_round[4], best_round[5]
     print(f"model round of {summary['episodes']} episodes, {calls} model calls, concurrency {args.concurrency}, "
           f"{summary['workers']} workers ({summary['runner']}), server latency {latency:g} ms; "
           f"the whole round {wall:.1f} s")
-    print(f"{'':<34} {'calls/s':>8}")
-    print(f"{'plain asyncio loop (raw openai)':<34} {plain_rate:>8.1f}   ({plain_cpu:.2f} ms CPU per call)")
-    round_cpu = cpu.ms_per_call()
-    print(f"{'the round (first to last call)':<34} {round_rate:>8.1f}   "
+    print(f"{'':<34} {'calls/s':>8}   (best of {repeat})")
+    print(f"{'plain asyncio loop (raw openai)':<34} {best_plain[2]:>8.1f}   ({best_plain[3]:.2f} ms CPU per call)")
+    round_cpu = best_round[1]
+    print(f"{'the round (first to last call)':<34} {best_round[0]:>8.1f}   "
           f"({'n/a' if round_cpu is None else f'{round_cpu:.2f}'} ms CPU per call, the round's processes)")
-    print(f"ratio round / plain loop: {round_rate / plain_rate:.2f} (target >= 1.5)")
+    print("each repeat, round / plain loop: " + ", ".join(f"{r[0]:.1f}/{r[2]:.1f}" for r in runs))
+    print(f"ratio round / plain loop: {best_round[0] / best_plain[2]:.2f} (target >= 1.5)")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,9 @@ def test_bench_model_round_quick_counts_the_rounds_calls_at_the_server_beside_a_
     round_rate = float(next(line for line in lines if line.startswith("the round (first")).split()[6])
     ratio = next(line for line in lines if line.startswith("ratio round / plain loop: ")).split()[5]
     assert plain > 0 and round_rate > 0 and abs(float(ratio) - round_rate / plain) < 0.01  # rates print to 0.1
+    pairs = next(line for line in lines if line.startswith("each repeat")).split(": ")[1].split(", ")
+    assert len(pairs) == 2  # two repeats in smoke mode; the printed rates are the best of each side
+    assert round_rate == max(float(p.split("/")[0]) for p in pairs) and plain == max(float(p.split("/")[1]) for p in pairs)
 
 
 def test_bench_s3_quick_reads_a_bucket_three_ways_with_one_answer():
