@@ -318,4 +318,4 @@ def test_long_digit_runs_are_found_as_a_regular_expression_finds_them():
                       for _ in range(rng.randint(0, 60))) for _ in range(3000)]
     found = [has_long_digits(t) for t in texts]
     assert found == [re.search("[0-9]{19}", t) is not None for t in texts]
-    assert True in found and False in found
+    assert any(found) and not all(found)  # the sample holds runs and near misses both
