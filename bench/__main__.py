@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+
+from bench.hostspeed import loop_ms, probe_line  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -75,13 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated benchmark names")
     args = ap.parse_args(argv)
     chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
-    rows = []
+    rows, before = [], loop_ms()
     for bench in chosen:
         print(f"running {bench.name} ...", file=sys.stderr, flush=True)
         rows.append((bench, *run(bench, args.quick)))
     print(f"{'benchmark':<17} {'ratio':>7}  {'compared against':<24} {'target':<30} {'s':>5}  figure")
     for bench, figure, ratio, seconds, _ in rows:
         print(f"{bench.name:<17} {ratio:>7}  {bench.against:<24} {bench.target:<30} {seconds:>5.0f}  {figure[:100]}")
+    print(probe_line(before, loop_ms()))
     return 1 if any(code != 0 for *_, code in rows) else 0
 
 

@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.hostspeed import loop_ms, probe_line  # noqa: E402
+
 FORMATS = ("openai", "sharegpt", "hf", "dpo", "rl")
 TARGETS = {"cascade_s": 45.0, "export_s": 60.0, "peak_mib": 2048.0}  # cascade: issue 12
 SHARD_EPISODES = 20_000
@@ -243,11 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [300, 600] if args.quick else [int(s) for s in args.sizes.split(",")]
     pool = 20 if args.quick else args.pool_tasks
+    before = loop_ms()
     with tempfile.TemporaryDirectory(prefix="bench-curation-") as tmp:
         results = run(sizes, pool, args.workdir or Path(tmp), exports=not args.cascade_only,
                       repeat=2 if args.quick else max(1, args.repeat))
     for line in report(results):
         print(line)
+    print(probe_line(before, loop_ms()))
     return 0
 
 

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 from warehouse.contract import Action, TaskSpec
 
@@ -35,6 +37,9 @@ from generators.phone.env import PhoneEnv
 from generators.phone.families import FAMILIES
 from generators.phone.tools import call_tool
 from generators.policies import ScriptedPolicy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.hostspeed import QUIET_MS, loop_ms  # noqa: E402
 
 TARGET = 20_000  # verified steps per second on one core: the environment must never be the bottleneck
 
@@ -45,18 +50,6 @@ def _timed(fn, repeat: int) -> float:
     for _ in range(repeat):
         fn()
     return (time.process_time() - start) / repeat
-
-
-def loop_ms() -> float:
-    """CPU milliseconds of a plain Python loop of a million additions (best of three): how fast this core
-    is right now, so that runs on a busy and a quiet machine can be told apart."""
-    best = float("inf")
-    for _ in range(3):
-        start, x = time.process_time(), 0
-        for i in range(1_000_000):
-            x += i
-        best = min(best, time.process_time() - start)
-    return 1000 * best
 
 
 def planned_episodes(tasks_per_family: int) -> list[tuple[TaskSpec, list[Action]]]:
@@ -152,7 +145,7 @@ def bench(tasks_per_family: int, repeat: int, rounds: int) -> list[tuple[str, fl
         ("world copy (us)", 1e6 * _timed(world.copy, repeat), ""),
         ("world hash, from scratch (us)", 1e6 * _timed(world.state_hash, repeat), ""),
         ("world snapshot (us)", 1e6 * _timed(world.snapshot, repeat), ""),
-        ("this core: a million-addition Python loop (ms CPU)", loop_ms(), "to compare runs"),
+        ("this core: a million-addition Python loop (ms CPU)", loop_ms(), f"quiet host: {QUIET_MS} ms"),
         ("verified steps / s per core (PhoneEnv.step, incremental, CPU, best round)", inc_cpu,
          f"x{inc_cpu / TARGET:.2f} target ({TARGET:,}); x{inc_cpu / full_cpu:.1f} full recomputation; "
          f"{inc['steps']:,} steps"),

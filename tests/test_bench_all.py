@@ -3,6 +3,7 @@ each script's own smoke test runs the rest)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,10 @@ def test_python_m_bench_quick_prints_one_row_with_its_ratio():
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "phone"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    header, row = proc.stdout.splitlines()
+    header, row, probe = proc.stdout.splitlines()
     assert header.split()[:2] == ["benchmark", "ratio"]
     assert row.split()[0] == "phone" and float(row.split()[1]) > 0
+    # how fast the host was, at the start and the end: the figures of a slow spell can be told apart
+    start, end = re.fullmatch(r"this core: a million-addition Python loop takes ([\d.]+) ms at the start, "
+                              r"([\d.]+) ms at the end \(quiet host: [\d-]+ ms\)", probe).groups()
+    assert float(start) > 0 and float(end) > 0

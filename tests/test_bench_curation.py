@@ -22,4 +22,5 @@ def test_bench_curation_quick_runs_and_prints_ratios():
     assert len(runs.split("all ")[1].split(", ")) == 2
     best = float(runs.split("best ")[1].split(",")[0])
     assert best == float(next(line for line in lines if line.startswith("cascade ")).split()[3])  # the larger size
+    assert lines[-1].startswith("this core: a million-addition Python loop takes ")  # the host's speed then
     assert "Traceback" not in res.stderr
