@@ -324,7 +324,7 @@ def decide(
                 password_stdin=password_stdin)
     if as_json:
         _print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
-                     "decision": saved.decision, "reason": saved.reason_code,
+                     "decision": saved.decision, "reason": saved.reason,
                      "first_wrong_step": saved.first_wrong_step, "recovered": saved.recovered})
         return
     mark = "" if saved.first_wrong_step is None else f", first wrong step {saved.first_wrong_step}" + (

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from flows.feedback_cmd import FEEDBACK_ROUND, FeedbackImport
+from flows.feedback_cmd import EVAL_PREFIX, FEEDBACK_ROUND, FeedbackImport
 from flows.planning import mix_for
 from flows.stages.collect import collect_records, commit_records
 from generators.phone.families import get_family
@@ -77,7 +77,7 @@ def plan_eval(store: Store, settings: Settings, families: list[str], *, split: s
     # The same eval (model, split, size, seed, families, tag) planned again -- a rerun after a kill, or
     # once more after it finished -- must find the same batch: its levels come from every result
     # except its own, so its own results cannot move them.
-    same = "eval-" + digest([model, split, episodes, seed, families, tag], 12)
+    same = EVAL_PREFIX + digest([model, split, episodes, seed, families, tag], 12)
     levels = {m.family: m.difficulty for m in mix_for(store, settings, families, skip_batches=same)[0]}
     tasks, missing = eval_tasks(settings, families, levels, split=split, episodes=episodes, seed=seed)
     if not tasks:

@@ -13,6 +13,7 @@ from curation.capabilities import capability_report
 from curation.export_source import MODEL_ATTEMPT, has_column
 from curation.funnel import funnel as curation_funnel
 from curation.judges import agreement_with_people
+from flows.feedback_cmd import EVAL_PREFIX
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
 from warehouse import state
@@ -87,60 +88,55 @@ def status_rows(
     ).fetchall():
         splits.setdefault(rid, {})[split] = n_split
     costs = round_costs(con, prices)
-    funnels = curation_funnel(con, [r.id for r in rounds])
+    # imported trajectories of old data directories have no round row; an eval's episodes are kept under
+    # its batch id, never a round (feedback, not training data), so they are no row here
+    orphans = sorted(rid for rid in set(per_round) - {r.id for r in rounds} if not rid.startswith(EVAL_PREFIX))
+    funnels = curation_funnel(con, [r.id for r in rounds] + orphans)
     judged: dict[str, dict[str, bool]] = {}
     for rid, eid, mark in con.execute(
         "SELECT round_id, episode_id, mark FROM marks WHERE \"check\" = 'judges' AND mark IN ('judge_pass', 'judge_fail')"
     ).fetchall():
         judged.setdefault(rid, {})[eid] = mark == "judge_pass"
     rows = []
-    for rnd in rounds:
-        n, ok, ref = per_round.get(rnd.id, (0, 0, 0))
-        votes = [d.decision or d.status for d in decisions.values() if d.round_id == rnd.id]
+    for rnd in [*rounds, *orphans]:
+        rid = rnd if isinstance(rnd, str) else rnd.id
+        n, ok, ref = per_round.get(rid, (0, 0, 0))
+        votes = [d.decision or d.status for d in decisions.values() if d.round_id == rid]
+        kept = batches.get(rid, [])
+        plan = {"import": True} if isinstance(rnd, str) else (rnd.plan or {})
         rows.append(
             {
-                "round": rnd.id,
-                "status": rnd.status,
-                "created_at": rnd.created_at.isoformat() if rnd.created_at else None,
-                "requested": rnd.requested_episodes,
+                "round": rid,
+                "status": "imported" if isinstance(rnd, str) else rnd.status,
+                "created_at": rnd.created_at.isoformat() if not isinstance(rnd, str) and rnd.created_at else None,
+                "requested": n if isinstance(rnd, str) else rnd.requested_episodes,
                 "episodes": n,
                 "successes": ok,
                 "success_rate": round(ok / (n - ref), 3) if n > ref else None,
                 "reference_demonstrations": ref,
-                "demonstrations": (rnd.plan or {}).get("demonstrations", {}),
-                "tasks_kept": sum(b.tasks_kept for b in batches[rnd.id]),
-                "tasks_tried": sum(b.tasks_tried for b in batches[rnd.id]),
-                "curated": rnd.id in curated,
-                "import": bool(rnd.plan.get("import")),
-                "duplicates": dups.get(rnd.id, 0),
+                "demonstrations": plan.get("demonstrations", {}),
+                "tasks_kept": sum(b.tasks_kept for b in kept),
+                "tasks_tried": sum(b.tasks_tried for b in kept),
+                "curated": rid in curated,
+                "import": bool(plan.get("import")),
+                "duplicates": dups.get(rid, 0),
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
                 "needs_fix": votes.count("needs_fix"),
                 "disputed": votes.count("disputed"),
                 "partial": votes.count("partial"),
-                **costs.get(rnd.id, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
-                                     "cost_usd": None}),
-                "splits": split_counts(splits.get(rnd.id, {})),
-                "funnel": funnels.get(rnd.id),
-                **by_capability.get(rnd.id, {}),
+                **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
+                                  "cost_usd": None}),
+                "splits": split_counts(splits.get(rid, {})),
+                "funnel": funnels.get(rid),
+                **by_capability.get(rid, {}),
                 "judge_agreement": agreement_with_people(
-                    judged[rnd.id], {e: d.decision for e, d in decisions.items() if d.round_id == rnd.id and d.decision}
-                ) if rnd.id in judged else None,
+                    judged[rid], {e: d.decision for e, d in decisions.items() if d.round_id == rid and d.decision}
+                ) if rid in judged else None,
             }
         )
         cost, approved = rows[-1]["cost_usd"], rows[-1]["approved"]
         rows[-1]["cost_per_approved_usd"] = round(cost / approved, 6) if cost is not None and approved else None
-    for rid in sorted(set(per_round) - {r.id for r in rounds}):  # imported trajectories have no round row
-        n, ok, _ = per_round[rid]
-        votes = [d.decision or d.status for d in decisions.values() if d.round_id == rid]
-        rows.append({"round": rid, "status": "imported", "created_at": None, "requested": n, "episodes": n,
-                     "successes": ok, "success_rate": round(ok / n, 3) if n else None, "tasks_kept": 0,
-                     "tasks_tried": 0, "curated": rid in curated, "import": True, "duplicates": dups.get(rid, 0),
-                     "approved": votes.count("approve"), "rejected": votes.count("reject"),
-                     "needs_fix": votes.count("needs_fix"), "disputed": votes.count("disputed"),
-                     "partial": votes.count("partial"), "splits": split_counts(splits.get(rid, {})),
-                     **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
-                                       "cost_usd": None}), "cost_per_approved_usd": None})
     return rows
 
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 
+from sqlmodel import select
+
+from warehouse.state import Review
+
 from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.curation_data import build_round
 
@@ -30,6 +34,9 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     assert evaluated["results"] > 0 and evaluated["already"] is False and evaluated["split"] == "dev"
     again = _json(flywheel("eval", "--episodes", "6", "--json", *d, env=env, cwd=tmp_path))
     assert again["already"] is True and again["batch"] == evaluated["batch"]
+    # the eval's episodes are kept under its batch id, never a round: status lists the rounds alone
+    status = _json(flywheel("status", "--json", *d, env=env, cwd=tmp_path))
+    assert [r["round"] for r in status["rounds"]] == [round_id]
 
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps({"task_id": task_id, "success": True}) + "\nnot json\n")
@@ -42,6 +49,9 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     imported = _json(flywheel("import", str(chats), "--json", *d, env=env, cwd=tmp_path))
     assert imported["imported"] == 1 and imported["round"] and len(imported["skipped"]) == 1
     assert imported["round"] != round_id
+    rows = _json(flywheel("status", "--json", *d, env=env, cwd=tmp_path))["rounds"]
+    assert sorted(r["round"] for r in rows) == sorted([round_id, imported["round"]])
+    assert set(rows[0]) == set(rows[1])  # an imported round's row has every field a round's row has
 
     assert _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path)) == {"reviewers": []}
     added = subprocess.run([flywheel_executable(), "reviewer", "add", "ana", "--role", "lead", "--password-stdin",
@@ -50,3 +60,13 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     assert _json(added) == {"name": "ana", "role": "lead", "active": True}
     listed = _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path))
     assert listed == {"reviewers": [{"name": "ana", "role": "lead", "active": True}]}
+
+    (episode_id,) = store.duck().execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()
+    decided = subprocess.run([flywheel_executable(), "decide", episode_id, "--reviewer", "ana", "--decision", "reject",
+                              "--reason", "wrong_result", "--first-wrong-step", "1", "--recovered", "--password-stdin",
+                              "--json", *d], input="s3cret-pass\n", env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+    assert _json(decided) == {"episode_id": episode_id, "round": round_id, "reviewer": "ana", "decision": "reject",
+                              "reason": "wrong_result", "first_wrong_step": 1, "recovered": True}
+    with store.session() as s:  # recorded once
+        assert [(r.episode_id, r.decision) for r in s.exec(select(Review)).all()] == [(episode_id, "reject")]
