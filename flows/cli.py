@@ -216,7 +216,7 @@ def review(
     from flows.planning import refresh_stored_proposal
     from flows.review_cmd import launch_review_app
 
-    settings = _settings(config, data_dir, state_url)
+    settings, _ = _existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
     refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
     raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 

@@ -61,6 +61,10 @@ def export(
     scrubber = (Scrubber(kinds) if kinds is not None else Scrubber()) if scrub else None
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir} exists and is not a directory")
+    try:  # here, so that a path that cannot be a directory is one line, not an error of the export midway
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create --out {out_dir}: {exc.strerror or exc}") from None
     con = store.duck(rounds)
     # exports sort by (task, episode) in DuckDB; an in-memory connection may spill the sort here
     spill = store.spill_dir().as_posix().replace("'", "''")

@@ -34,7 +34,7 @@ def add_reviewer_account(settings: Settings, name: str, role: str, *, password_s
 
 
 def reviewer_rows(settings: Settings) -> list[dict[str, Any]]:
-    store = Store.from_settings(settings)
+    store = Store.from_settings(settings, create=False)  # a mistyped data directory is refused, not made
     with store.session() as s:
         return [
             {"name": r.name, "role": r.role, "active": r.active} for r in review_tables.list_reviewers(session=s)

@@ -90,6 +90,17 @@ def test_export_options(world, tmp_path_factory, capsys, fmt, rounds, release, p
         assert not out.exists()
 
 
+@pytest.mark.parametrize("below", ["a-file", "/dev/null", "/proc/self/status"])
+def test_export_out_that_cannot_be_a_directory_is_one_line(world, tmp_path, capsys, below):
+    data, _ = world
+    (tmp_path / "a-file").write_text("mine")
+    out = (tmp_path / below if below == "a-file" else Path(below)) / "sub"
+    assert refused_cleanly(["export", "--verified", "--data-dir", str(data), "--out", str(out)], capsys, data, tmp_path)
+    _, _, err = run_cli(["export", "--verified", "--data-dir", str(data), "--out", str(out)], capsys)
+    assert err.startswith(f"error: cannot create --out {out}: ") and "internal error" not in err
+    assert (tmp_path / "a-file").read_text() == "mine"
+
+
 @FEW
 @given(reviewer=st.one_of(arg, st.sampled_from(["ann", "lea", "nobody"])),
        decision=st.one_of(arg, st.sampled_from(["approve", "reject"])),

@@ -121,6 +121,11 @@ def test_review_port_out_of_range_is_one_line(tmp_path):
 
 def test_reviewer_list_shows_accounts_or_says_there_are_none(tmp_path):
     data = tmp_path / "d"
+    for command in (["reviewer", "list"], ["review"]):  # a mistyped data directory is refused, never made
+        _one_line(flywheel(*command, "--data-dir", str(data), env=cli_env(None), cwd=tmp_path, timeout=120),
+                  "no flywheel data in")
+        assert not data.exists()
+    Store(data)
     empty = flywheel("reviewer", "list", "--data-dir", str(data), env=cli_env(None), cwd=tmp_path)
     assert empty.returncode == 0 and "No reviewer accounts yet" in empty.stdout
     assert _add(tmp_path, data, "lea", "--role", "lead").returncode == 0

@@ -138,6 +138,7 @@ def test_kill_mid_round_then_rerun_has_no_duplicate_and_no_gap(tmp_path, prefect
 
 def test_review_command_serves_the_page(tmp_path):
     port = free_port()
+    Store(tmp_path / "d")  # a data directory with no round yet: the app serves its empty queue
     args = [flywheel_executable(), "review", "--port", str(port), "--data-dir", str(tmp_path / "d")]
     with running(args, env=cli_env(None), cwd=tmp_path) as proc:
         wait_for("the review app", lambda: alive(proc) and http_ok(f"http://127.0.0.1:{port}/_stcore/health"), timeout=60)
