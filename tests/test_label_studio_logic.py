@@ -308,3 +308,14 @@ def test_screens_are_served_by_url_and_linked_from_tasks(store):
     assert got.status_code == 200 and got.headers["content-type"] == "image/svg+xml" and "<svg" in got.text
     assert client.get(f"/{eid}/{task['n_steps']}.svg").status_code == 404  # one past the last step
     assert client.get("/e-no-such-episode/0.svg").status_code == 404
+
+
+def test_a_short_token_is_blanked_in_what_comes_from_outside_not_in_our_words():
+    from review_app.label_studio.sdk_client import SdkLabelStudio
+
+    client = SdkLabelStudio("http://127.0.0.1:9/tok", "tok", timeout_s=5)  # nothing listens on port 9
+    with pytest.raises(LabelStudioError) as err:
+        client.whoami()
+    text = str(err.value)
+    assert "while trying to check who the token belongs to" in text and "<token>en" not in text
+    assert "http://127.0.0.1:9/<token>" in text  # the URL is from outside: the token in it is blanked

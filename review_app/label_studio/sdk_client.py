@@ -66,19 +66,21 @@ class SdkLabelStudio:
             text = _STATUS.get(status) or f"answered {status} ({detail or 'no detail'})"
             if status in (401, 403) and detail and status not in _STATUS:
                 text += f": {detail}"
-            raise LabelStudioError(self._clean(f"Label Studio at {self.url} {text} while trying to {what}")) from None
+            raise LabelStudioError(f"Label Studio at {self._clean(self.url)} {self._clean(text)} while trying to {what}") from None
         except httpx.TimeoutException:
             raise LabelStudioError(f"Label Studio at {self.url} did not answer in time while trying to {what}") from None
         except httpx.HTTPError as exc:
             raise LabelStudioError(
-                self._clean(f"cannot reach Label Studio at {self.url} ({type(exc).__name__}: {first_line(exc)}) while "
-                            f"trying to {what}")
+                f"cannot reach Label Studio at {self._clean(self.url)} ({type(exc).__name__}: "
+                f"{self._clean(first_line(exc))}) while trying to {what}"
             ) from None
         except (ValueError, TypeError, KeyError) as exc:  # a reply of an unexpected shape
-            raise LabelStudioError(self._clean(f"unexpected answer from Label Studio at {self.url} while trying to "
-                                               f"{what}: {first_line(exc)}")) from None
+            raise LabelStudioError(f"unexpected answer from Label Studio at {self._clean(self.url)} while trying to "
+                                   f"{what}: {self._clean(first_line(exc))}") from None
 
     def _clean(self, text: str) -> str:
+        """``text`` from outside (a URL, a library's message) with the token blanked; our own words are left
+        alone (a short token may be any word's part)."""
         return text.replace(self._token, "<token>") if self._token else text
 
     # --- the interface ---------------------------------------------------------------
