@@ -49,7 +49,7 @@ def check_decision(
     if reason_code and reason_code not in REJECT_REASONS:
         raise InputError(f"unknown reason {reason_code!r} (one of {', '.join(REJECT_REASONS)})")
     if decision == "reject" and not reason_code:
-        raise InputError("a rejection needs a reason from the list")
+        raise InputError(f"a rejection needs a reason (one of {', '.join(REJECT_REASONS)})")
     if reason_code == "other" and not reason_text.strip():
         raise InputError("reason 'other' needs a few words of free text")
     if recovered and first_wrong_step is None:

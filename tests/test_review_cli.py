@@ -159,6 +159,8 @@ def test_decide_records_a_decision_and_refuses_an_unknown_episode_or_round(tmp_p
     _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", password="wrong"), "wrong name or password")
     _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--recovered"), "needs a first wrong step")
     _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--first-wrong-step", "99"), "not a step")
+    _one_line(decide(ids[0], "--reviewer", "ann", "--decision", "reject"),
+              "a rejection needs a reason (one of wrong_result, ")  # the reasons to choose from, in the line
     with store.session() as s:
         assert s.exec(select(state.Review)).all() == []  # nothing written on bad input
     ok = decide(ids[0], "--reviewer", "ann", "--decision", "approve", "--first-wrong-step", "1", "--recovered")

@@ -34,6 +34,29 @@ def test_unknown_and_invalid_settings_name_the_setting(tmp_path):
         load_settings(cfg)
 
 
+def test_a_bad_value_names_where_it_came_from(tmp_path, monkeypatch):
+    """The option, the variable (the nested one or its JSON parent) or the file that gave the bad value."""
+    cfg = tmp_path / "flywheel.toml"
+    cfg.write_text('data_dir = 5\n[round]\nepisodes = 40\n')
+
+    def message(**over) -> str:
+        with pytest.raises(ConfigError) as err:
+            load_settings(cfg, **over)
+        return str(err.value)
+
+    assert message().startswith(f"config {cfg}: data_dir: ")  # not data_dir.constrained-str (pydantic's own name)
+    cfg.write_text('[round]\nepisodes = 40\n')
+    assert message(policy="bogus").startswith("--policy: policy: Input should be")
+    assert message(round={"episodes": 0}).startswith("--episodes: round.episodes: ")
+    monkeypatch.setenv("FLYWHEEL_ROUND__EPISODES", "abc")  # beats the file's 40, and is what is wrong
+    assert message().startswith("FLYWHEEL_ROUND__EPISODES: round.episodes: ")
+    monkeypatch.delenv("FLYWHEEL_ROUND__EPISODES")
+    monkeypatch.setenv("FLYWHEEL_ROUND", '{"workers": "two"}')
+    assert message().startswith("FLYWHEEL_ROUND: round.workers: ")
+    monkeypatch.setenv("FLYWHEEL_ROUND", '{"workers": 0}')  # parses, and the setting refuses it
+    assert message().startswith("FLYWHEEL_ROUND: round.workers: ")
+
+
 def test_an_s3_data_dir_and_its_settings(tmp_path, monkeypatch):
     from pathlib import Path
 

@@ -349,6 +349,11 @@ def _env_values() -> dict[str, Any]:
     (a list or a table in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='["F01", "F02"]')."""
     try:
         return Settings().model_dump(exclude_unset=True)
+    except ValidationError as exc:  # a variable that parses, with a value the setting does not take
+        err = exc.errors()[0]
+        path = _setting_path(err.get("loc", ()))
+        raise ConfigError(f"{_variable(path) or 'FLYWHEEL_*'}: {'.'.join(path) or '?'}: "
+                          f"{err.get('msg', 'invalid value')}") from None
     except SettingsError as exc:
         field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
         names = sorted(k for k in os.environ if k.upper().startswith(f"FLYWHEEL_{field.upper()}")) or ["FLYWHEEL_*"]
@@ -381,6 +386,45 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         return Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "?"
-        raise ConfigError(f"{source}: {where}: {err.get('msg', 'invalid value')}") from exc
+        path = _setting_path(err.get("loc", ()))
+        given = _given_by(path, {k: v for k, v in overrides.items() if v is not None}, env_values, source)
+        raise ConfigError(f"{given}: {'.'.join(path) or '?'}: {err.get('msg', 'invalid value')}") from exc
+
+
+def _setting_path(loc: tuple) -> list[str]:
+    """The setting's own path in a validation error's ``loc``, without the names pydantic gives its
+    validators (``constrained-str``, ``function-after[...]``); a list's index stays."""
+    path: list[str] = []
+    for part in loc:
+        if not (isinstance(part, int) or str(part).isidentifier()):
+            break
+        path.append(str(part))
+    return path
+
+
+def _has(values: dict[str, Any], path: list[str]) -> bool:
+    for part in path:
+        if not isinstance(values, dict) or part not in values:
+            return False
+        values = values[part]
+    return True
+
+
+def _variable(path: list[str]) -> str | None:
+    """The FLYWHEEL_* variable that set ``path``: FLYWHEEL_ROUND__EPISODES, or FLYWHEEL_ROUND as JSON."""
+    names = {k.upper() for k in os.environ}
+    for depth in range(len(path), 0, -1):
+        name = "FLYWHEEL_" + "__".join(path[:depth]).upper()
+        if name in names:
+            return name
+    return None
+
+
+def _given_by(path: list[str], options: dict[str, Any], env_values: dict[str, Any], source: str) -> str:
+    """Where a bad value came from: the command line's option, the environment's variable, or the file."""
+    if path and _has(options, path):
+        return f"--{path[-1].replace('_', '-')}"
+    if path and _has(env_values, path):
+        return _variable(path) or source
+    return source
 
