@@ -158,7 +158,10 @@ EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect 
 
 def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
     """Run (or resume) one round on ``settings`` with its task runner, and return its summary."""
+    from flows.temp_server import start_guarded_server
+
     try:
+        start_guarded_server()  # stopped when this process is gone, even killed outright
         return _round.with_options(task_runner=task_runner(settings))(settings, show_progress)
     except RuntimeError as exc:
         if EPHEMERAL_TIMEOUT not in str(exc):

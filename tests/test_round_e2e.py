@@ -243,3 +243,32 @@ def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, pre
     ids = _ids(watcher)
     later = watcher.duck().execute("SELECT count(*) FROM episodes WHERE session > 1").fetchone()[0]
     assert len(ids) == len(set(ids)) == EPISODES + later  # a scenario's later sessions come on top of the plan
+
+
+def _prefect_servers(home: Path) -> list[int]:
+    """Pids of Prefect servers running with ``home`` as their PREFECT_HOME."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or b"prefect.server.api.server" not in (proc / "cmdline").read_bytes():
+                continue
+            if f"PREFECT_HOME={home}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the server through /proc")
+def test_a_round_killed_outright_leaves_no_prefect_server_behind(tmp_path):
+    """The round's temporary Prefect server (a child process, ~250 MB) stops when the round is gone, even
+    SIGKILLed, when nothing could stop it at exit: kills of nightly rounds must not pile servers up."""
+    env = cli_env(None, FLYWHEEL_KILL_AT="shard.written:1", FLYWHEEL_ROUND__SHARD_SIZE="10")
+    env.pop("PREFECT_API_URL", None)  # a temporary server: this round starts its own
+    with (tmp_path / "out.txt").open("w") as out:  # a file, not a pipe: a server left behind would hold a pipe open
+        killed = subprocess.run([flywheel_executable(), "run", "--episodes", "20", "--no-progress"], env=env,
+                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=600)
+    assert killed.returncode == -9, (tmp_path / "out.txt").read_text()
+    home = (tmp_path / "flywheel-data" / "prefect").resolve()
+    assert (home / "prefect.db").exists()  # the round did start its temporary server
+    wait_for("the killed round's Prefect server to stop", lambda: not _prefect_servers(home), timeout=60)
