@@ -26,6 +26,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command and subcommand inherits it
 )
 out = Console()
 if not out.is_terminal:  # piped or captured: tables 160 wide, and a line is never broken (a long path)

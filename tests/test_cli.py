@@ -44,6 +44,8 @@ def test_help_works_for_every_command(path, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Usage: flywheel" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+    short = flywheel(*path, "-h", env=cli_env(None), cwd=tmp_path)  # the short form, as most tools take it
+    assert (short.returncode, short.stdout) == (0, proc.stdout), short.stderr
 
 
 def _one_line_error(proc, *needles: str) -> None:
