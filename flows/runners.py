@@ -63,6 +63,10 @@ def task_runner(settings: Settings) -> TaskRunner:
         raise ConfigError("round.runner = 'dask' needs prefect-dask: pip install 'agent-flywheel[dask]'") from exc
     if settings.round.dask_address:
         return DaskTaskRunner(address=settings.round.dask_address)
+    # No dashboard. dashboard_address=None turns the dashboard's pages off, but the scheduler still
+    # serves its HTTP endpoints (health, metrics) on 8787, and warns on stderr when 8787 is taken:
+    # those go to a free port of this machine instead.
     return DaskTaskRunner(cluster_kwargs={"n_workers": n, "threads_per_worker": 1, "processes": True,
-                                          "dashboard_address": None})
+                                          "dashboard_address": None,
+                                          "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}})
 

@@ -54,6 +54,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def port_taken(port: int) -> Iterator[None]:
+    """``port`` of every interface taken for the block, as another program would hold it (already
+    taken by something else is the same case)."""
+    with socket.socket() as held:
+        try:
+            held.bind(("0.0.0.0", port))
+            held.listen()
+        except OSError:
+            pass
+        yield
+
+
 def wait_for(what: str, check, *, timeout: float = 120, interval: float = 0.3):
     """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, flywheel, port_taken
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,8 @@ def test_a_round_on_a_local_dask_cluster_gives_the_same_episodes_as_the_default_
     env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="6",
                   FLYWHEEL_ROUND__FAMILIES='["F01","F02","F03","F04","F05","F06"]')
     plain, plain_rows = _round(tmp_path, "default", env, "--workers", "1")
-    dask, dask_rows = _round(tmp_path, "dask", {**env, "FLYWHEEL_ROUND__RUNNER": "dask"}, "--workers", "2")
+    with port_taken(8787):  # Dask's dashboard port, held by another cluster or RStudio: no warning on stderr
+        dask, dask_rows = _round(tmp_path, "dask", {**env, "FLYWHEEL_ROUND__RUNNER": "dask"}, "--workers", "2")
     assert (plain["runner"], dask["runner"], dask["workers"]) == ("threads", "dask", 2)
     assert len(dask_rows) == len({r[0] for r in dask_rows}) == 24
     assert dask_rows == plain_rows  # same ids, same outcomes, same final states

@@ -3,11 +3,15 @@ collects in its own process instead of paying for worker processes."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+import warnings
+
 import pytest
 
-from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind
+from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind, task_runner
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
-from tests.conftest import wait_for
+from tests.conftest import port_taken, wait_for
 from warehouse import state
 from warehouse.store import Store
 from warehouse.settings import load_settings
@@ -85,3 +89,17 @@ def test_the_shards_committed_as_the_runs_end_are_counted_too(tmp_path, monkeypa
         _commit(store, rid, "s00000")
         _commit(store, rid, "s00001")
     assert len(advanced) == 2
+
+
+def test_a_local_dask_cluster_starts_no_dashboard_and_leaves_8787_alone(tmp_path):
+    runner = task_runner(_settings(tmp_path, runner="dask", workers=1))
+    with port_taken(8787), warnings.catch_warnings(record=True) as caught:  # 8787 held by another cluster
+        warnings.simplefilter("always")
+        with runner:
+            runner.client  # the cluster starts with the first submission
+            http = runner._cluster.scheduler.http_server  # its health and metrics endpoints
+            assert (http.address, http.port != 8787) == ("127.0.0.1", True)
+            with pytest.raises(urllib.error.HTTPError) as page:
+                urllib.request.urlopen(f"http://127.0.0.1:{http.port}/status", timeout=10)
+            assert page.value.code == 404  # no dashboard pages
+    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
