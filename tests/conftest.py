@@ -87,6 +87,15 @@ def http_ok(url: str) -> bool:
         return False
 
 
+def listening(port: int) -> bool:
+    """Whether something on this machine accepts connections on ``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 @contextmanager
 def running(args: list[str], *, env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen]:
     """A long-running command (a server), interrupted like a user would when done."""

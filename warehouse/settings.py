@@ -277,6 +277,13 @@ class Settings(BaseSettings):
             raise ValueError(f"{one_line(value, 80)!r}: the prefix has an empty, '.' or '..' part")
         return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
 
+    @field_validator("data_dir", "local_dir")
+    @classmethod
+    def _absolute(cls, value: Any) -> Any:
+        # resolved once, where the settings are loaded: a task runs them in other processes and
+        # on other machines (Dask workers), each in a working directory of its own
+        return value.absolute() if isinstance(value, Path) else value
+
     @property
     def in_object_storage(self) -> bool:
         """True when the data directory is an s3:// URL."""
