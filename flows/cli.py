@@ -150,8 +150,10 @@ def serve(
 ) -> None:
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
     from flows.schedule_cmd import serve_command
+    from warehouse.settings import config_in_use
 
-    serve_command(_settings(config, data_dir, state_url), config=config, cron=cron, timezone=timezone, console=out)
+    serve_command(_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
+                  console=out)
 
 
 @app.command()
@@ -165,9 +167,10 @@ def deploy(
 ) -> None:
     """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
     from flows.schedule_cmd import deploy_command
+    from warehouse.settings import config_in_use
 
-    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config, cron=cron, timezone=timezone,
-                   console=out)
+    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
+                   timezone=timezone, console=out)
 
 
 @app.command()

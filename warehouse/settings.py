@@ -368,11 +368,16 @@ def _env_values() -> dict[str, Any]:
                           "in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='[\"F01\", \"F02\"]')") from None
 
 
+def config_in_use(config: Path | None = None) -> Path | None:
+    """The config file settings are read from: ``config``, else ./flywheel.toml if present, else none."""
+    return config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+
+
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from the config file (``config`` or ./flywheel.toml if present), the
-    environment, and explicit overrides, in rising order. One-line ConfigError if wrong."""
+    """Settings from the config file (see :func:`config_in_use`), the environment, and explicit
+    overrides, in rising order. One-line ConfigError if wrong."""
     file_values: dict[str, Any] = {}
-    path = config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    path = config_in_use(config)
     if path is not None:
         file_values = _read_toml(Path(path))
     source = f"config {one_line(str(path))}" if path else "settings"
