@@ -123,6 +123,9 @@ def run(
         from flows.model_setup import probe_user
 
         probe_user(settings)
+    from flows.runners import check_dask_scheduler
+
+    check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
     Store.from_settings(settings)  # so does a bad data directory or state URL
     from flows.prefect_env import configure_prefect
 

@@ -9,10 +9,12 @@ import warnings
 
 import pytest
 
-from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind, task_runner
+from flows.runners import (DASK_CONNECT_TIMEOUT_S, MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, check_dask_scheduler,
+                           cluster_lost, collects_inline, runner_kind, task_runner)
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
-from tests.conftest import port_taken, wait_for
+from tests.conftest import free_port, port_taken, wait_for
 from warehouse import state
+from warehouse.errors import OrchestratorError
 from warehouse.store import Store
 from warehouse.settings import load_settings
 
@@ -103,3 +105,50 @@ def test_a_local_dask_cluster_starts_no_dashboard_and_leaves_8787_alone(tmp_path
                 urllib.request.urlopen(f"http://127.0.0.1:{http.port}/status", timeout=10)
             assert page.value.code == 404  # no dashboard pages
     assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+
+
+def test_a_dask_scheduler_that_does_not_answer_is_one_line_at_once(tmp_path):
+    import socket
+    import time
+
+    port = free_port()  # nothing listens there
+    address = f"tcp://127.0.0.1:{port}"
+    start = time.monotonic()
+    with pytest.raises(OrchestratorError) as refused:
+        check_dask_scheduler(_settings(tmp_path, dask_address=address))
+    assert time.monotonic() - start < DASK_CONNECT_TIMEOUT_S
+    assert str(refused.value).startswith(
+        f"cannot reach the Dask scheduler at round.dask_address={address} (FLYWHEEL_ROUND__DASK_ADDRESS): ")
+    assert "\n" not in str(refused.value)
+    check_dask_scheduler(_settings(tmp_path, dask_address=address, runner="threads"))  # not used: not checked
+    with socket.socket() as scheduler:
+        scheduler.bind(("127.0.0.1", 0))
+        scheduler.listen()
+        check_dask_scheduler(_settings(tmp_path, dask_address=f"127.0.0.1:{scheduler.getsockname()[1]}"))
+
+
+def test_a_dask_cluster_lost_mid_round_is_one_line(tmp_path, monkeypatch):
+    from distributed.client import FutureCancelledError
+
+    import flows.round
+
+    lost = FutureCancelledError("collect_run_task-f38be9", reason="scheduler-connection-lost",
+                                msg="Client lost the connection to the scheduler.")
+
+    class RoundLosingItsCluster:
+        def with_options(self, **options):
+            return self
+
+        def __call__(self, *args):
+            raise lost
+
+    monkeypatch.setattr(flows.round, "_round", RoundLosingItsCluster())
+    with pytest.raises(OrchestratorError) as said:
+        flows.round.round_flow(_settings(tmp_path, dask_address="tcp://dask.internal:8786"))
+    assert str(said.value) == ("lost the Dask cluster at round.dask_address=tcp://dask.internal:8786 "
+                               "(FLYWHEEL_ROUND__DASK_ADDRESS) mid-round (collect_run_task-f38be9 cancelled for "
+                               "reason: scheduler-connection-lost); the shards committed so far are kept: rerun to "
+                               "finish the round")
+    assert "the local cluster" in str(cluster_lost(_settings(tmp_path, runner="dask"), lost))
+    assert cluster_lost(_settings(tmp_path, dask_address="tcp://dask.internal:8786"), ValueError("a bug")) is None
+    assert cluster_lost(_settings(tmp_path), lost) is None  # not a Dask round: not the cluster's doing
