@@ -11,7 +11,9 @@ processes. ``round.workers`` defaults to the machine's cores.
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -85,21 +87,45 @@ def _dask_address(settings: Settings) -> str:
 
 def check_dask_scheduler(settings: Settings) -> None:
     """One line (OrchestratorError) when the round's shards would go to the Dask scheduler at
-    ``round.dask_address`` and nothing accepts a connection there; checked before anything is
-    written, as the state database is. Transports other than TCP are left to Dask."""
+    ``round.dask_address`` and no scheduler answers there within :data:`DASK_CONNECT_TIMEOUT_S`;
+    checked before anything is written, as the state database is. Transports other than TCP
+    are left to Dask."""
     address = settings.round.dask_address
     if not address or runner_kind(settings) != "dask":
         return
     scheme, sep, location = address.partition("://")
-    if sep and scheme not in ("tcp", "tls", "ws", "wss"):
+    scheme, location = (scheme, location) if sep else ("tcp", address)
+    if scheme not in ("tcp", "tls", "ws", "wss"):
         return
     try:
-        parts = urlsplit(f"//{location if sep else address}")
+        parts = urlsplit(f"//{location}")
+        # a refused connection or an unknown host fails here at once (Dask's own connect retries)
         with socket.create_connection((parts.hostname, parts.port or DASK_PORT), timeout=DASK_CONNECT_TIMEOUT_S):
-            return
+            pass
+        if scheme == "tcp":  # and what accepted it must answer as Dask (not a proxy, not another server)
+            _dask_handshake(f"tcp://{location}")
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise OrchestratorError(f"cannot reach the Dask scheduler at {_dask_address(settings)}: {reason}") from exc
+
+
+def _dask_handshake(address: str) -> None:
+    """OSError unless a Dask scheduler completes Dask's handshake at ``address`` in time."""
+    from distributed.comm import connect
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_TIMEOUT_S), DASK_CONNECT_TIMEOUT_S)
+        await comm.close()
+
+    with ThreadPoolExecutor(1) as pool:  # an event loop of its own, whatever runs in this thread
+        try:
+            pool.submit(asyncio.run, handshake()).result()
+        except TimeoutError as exc:
+            raise OSError(f"no answer as a Dask scheduler within {DASK_CONNECT_TIMEOUT_S:g} s") from exc
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (another server's reply read as Dask's: MemoryError, ...)
+            raise OSError(f"what answers there is not a Dask scheduler ({type(exc).__name__})") from exc
 
 
 def cluster_lost(settings: Settings, exc: BaseException) -> OrchestratorError | None:

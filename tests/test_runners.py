@@ -107,9 +107,13 @@ def test_a_local_dask_cluster_starts_no_dashboard_and_leaves_8787_alone(tmp_path
     assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
 
 
-def test_a_dask_scheduler_that_does_not_answer_is_one_line_at_once(tmp_path):
+def test_a_dask_scheduler_that_does_not_answer_is_one_line_at_once(tmp_path, monkeypatch):
     import socket
+    import threading
     import time
+    from contextlib import suppress
+
+    from distributed import LocalCluster
 
     port = free_port()  # nothing listens there
     address = f"tcp://127.0.0.1:{port}"
@@ -121,10 +125,27 @@ def test_a_dask_scheduler_that_does_not_answer_is_one_line_at_once(tmp_path):
         f"cannot reach the Dask scheduler at round.dask_address={address} (FLYWHEEL_ROUND__DASK_ADDRESS): ")
     assert "\n" not in str(refused.value)
     check_dask_scheduler(_settings(tmp_path, dask_address=address, runner="threads"))  # not used: not checked
-    with socket.socket() as scheduler:
-        scheduler.bind(("127.0.0.1", 0))
-        scheduler.listen()
-        check_dask_scheduler(_settings(tmp_path, dask_address=f"127.0.0.1:{scheduler.getsockname()[1]}"))
+    monkeypatch.setattr("flows.runners.DASK_CONNECT_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:  # accepts connections, never answers (a proxy, another server)
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(OrchestratorError, match="no answer as a Dask scheduler within 0.5 s"):
+            check_dask_scheduler(_settings(tmp_path, dask_address=f"127.0.0.1:{silent.getsockname()[1]}"))
+    with socket.socket() as web:  # another server: answers, but not as Dask
+        web.bind(("127.0.0.1", 0))
+        web.listen()
+
+        def answer() -> None:
+            with suppress(OSError):  # until the socket closes
+                while True:
+                    web.accept()[0].sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+
+        threading.Thread(target=answer, daemon=True).start()
+        with pytest.raises(OrchestratorError, match="not a Dask scheduler"):
+            check_dask_scheduler(_settings(tmp_path, dask_address=f"tcp://127.0.0.1:{web.getsockname()[1]}"))
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        check_dask_scheduler(_settings(tmp_path, dask_address=cluster.scheduler_address))
 
 
 def test_a_dask_cluster_lost_mid_round_is_one_line(tmp_path, monkeypatch):
