@@ -124,6 +124,9 @@ def run(
         from flows.model_setup import probe_user
 
         probe_user(settings)
+    from flows.runners import check_dask_scheduler
+
+    check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
     Store.from_settings(settings)  # so does a bad data directory or state URL
     from flows.prefect_env import configure_prefect
 
@@ -151,8 +154,10 @@ def serve(
 ) -> None:
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
     from flows.schedule_cmd import serve_command
+    from warehouse.settings import config_in_use
 
-    serve_command(_settings(config, data_dir, state_url), config=config, cron=cron, timezone=timezone, console=out)
+    serve_command(_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
+                  console=out)
 
 
 @app.command()
@@ -166,9 +171,10 @@ def deploy(
 ) -> None:
     """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
     from flows.schedule_cmd import deploy_command
+    from warehouse.settings import config_in_use
 
-    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config, cron=cron, timezone=timezone,
-                   console=out)
+    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
+                   timezone=timezone, console=out)
 
 
 @app.command()

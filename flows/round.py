@@ -22,7 +22,7 @@ from prefect import flow
 from curation.export_source import MODEL_ATTEMPT
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
-from flows.runners import collects_inline, runner_kind, task_runner, workers
+from flows.runners import cluster_lost, collects_inline, runner_kind, task_runner, workers
 from flows.stages.collect import collect_shards, shard_keys, shard_slots
 from flows.stages.context import open_store, run_log, settings_doc
 from flows.stages.curate import curate_task
@@ -163,12 +163,21 @@ def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]
     try:
         start_guarded_server()  # stopped when this process is gone, even killed outright
         return _round.with_options(task_runner=task_runner(settings))(settings, show_progress)
-    except RuntimeError as exc:
-        if EPHEMERAL_TIMEOUT not in str(exc):
+    except Exception as exc:
+        clear = orchestrator_error(settings, exc)
+        if clear is None:
             raise
+        raise clear from exc
+
+
+def orchestrator_error(settings: Settings, exc: Exception) -> OrchestratorError | None:
+    """``exc`` as one line when what runs the round failed it (Prefect's temporary server, the Dask
+    cluster), else None."""
+    if isinstance(exc, RuntimeError) and EPHEMERAL_TIMEOUT in str(exc):
         # before the round's first task: nothing was written
         from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-        raise OrchestratorError(
+        return OrchestratorError(
             f"Prefect's temporary server did not start within {PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s "
-            "(a busy machine?): rerun, or start one with 'prefect server start' and set PREFECT_API_URL") from exc
+            "(a busy machine?): rerun, or start one with 'prefect server start' and set PREFECT_API_URL")
+    return cluster_lost(settings, exc)

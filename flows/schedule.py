@@ -18,6 +18,7 @@ from prefect import flow, get_run_logger
 
 from flows.planning import nightly_episodes
 from flows.round import round_flow
+from flows.runners import check_dask_scheduler
 from warehouse.settings import load_settings
 from warehouse.store import Store
 
@@ -32,6 +33,7 @@ def scheduled_round(data_dir: str, state_url: str | None = None, config: str | N
     if os.environ.get("FLYWHEEL_STATE_URL"):
         state_url = None  # the worker's own, password and all
     settings = load_settings(Path(config) if config else None, data_dir=data_dir, state_url=state_url)
+    check_dask_scheduler(settings)  # before the round opens
     episodes, why = nightly_episodes(Store.from_settings(settings), settings)
     logger = get_run_logger()
     if episodes == 0:

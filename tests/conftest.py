@@ -54,6 +54,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def port_taken(port: int) -> Iterator[None]:
+    """``port`` of every interface taken for the block, as another program would hold it (already
+    taken by something else is the same case)."""
+    with socket.socket() as held:
+        try:
+            held.bind(("0.0.0.0", port))
+            held.listen()
+        except OSError:
+            pass
+        yield
+
+
 def wait_for(what: str, check, *, timeout: float = 120, interval: float = 0.3):
     """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -70,6 +83,15 @@ def http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return resp.status == 200
+    except OSError:
+        return False
+
+
+def listening(port: int) -> bool:
+    """Whether something on this machine accepts connections on ``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return True
     except OSError:
         return False
 

@@ -190,6 +190,20 @@ def test_run_refuses_hostile_options_before_anything(tmp_path_factory, capsys, f
     assert not data.exists()
 
 
+def test_run_with_a_dask_scheduler_that_does_not_answer_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from tests.conftest import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    (tmp_path / "flywheel.toml").write_text(f'[round]\ndask_address = "{address}"\n')
+    data = tmp_path / "data"
+    argv = ["run", "--config", str(tmp_path / "flywheel.toml"), "--data-dir", str(data), "--no-progress"]
+    assert refused_cleanly(argv, capsys, tmp_path)
+    _, _, err = run_cli(argv, capsys)
+    assert err.startswith(f"error: cannot reach the Dask scheduler at round.dask_address={address} "
+                          "(FLYWHEEL_ROUND__DASK_ADDRESS): ")
+    assert not data.exists()
+
+
 @FEW
 @given(family=arg, seeds=st.sampled_from(["0", "-1", "x", "2"]), knob=st.one_of(arg, st.just("noise=9")))
 @example(family="F01", seeds="2", knob="noise=99")

@@ -3,12 +3,18 @@ collects in its own process instead of paying for worker processes."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+import warnings
+
 import pytest
 
-from flows.runners import MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, collects_inline, runner_kind
+from flows.runners import (DASK_CONNECT_TIMEOUT_S, MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, check_dask_scheduler,
+                           cluster_lost, collects_inline, runner_kind, task_runner)
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
-from tests.conftest import wait_for
+from tests.conftest import free_port, port_taken, wait_for
 from warehouse import state
+from warehouse.errors import OrchestratorError
 from warehouse.store import Store
 from warehouse.settings import load_settings
 
@@ -85,3 +91,85 @@ def test_the_shards_committed_as_the_runs_end_are_counted_too(tmp_path, monkeypa
         _commit(store, rid, "s00000")
         _commit(store, rid, "s00001")
     assert len(advanced) == 2
+
+
+def test_a_local_dask_cluster_starts_no_dashboard_and_leaves_8787_alone(tmp_path):
+    runner = task_runner(_settings(tmp_path, runner="dask", workers=1))
+    with port_taken(8787), warnings.catch_warnings(record=True) as caught:  # 8787 held by another cluster
+        warnings.simplefilter("always")
+        with runner:
+            runner.client  # the cluster starts with the first submission
+            http = runner._cluster.scheduler.http_server  # its health and metrics endpoints
+            assert (http.address, http.port != 8787) == ("127.0.0.1", True)
+            with pytest.raises(urllib.error.HTTPError) as page:
+                urllib.request.urlopen(f"http://127.0.0.1:{http.port}/status", timeout=10)
+            assert page.value.code == 404  # no dashboard pages
+    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+
+
+def test_a_dask_scheduler_that_does_not_answer_is_one_line_at_once(tmp_path, monkeypatch):
+    import socket
+    import threading
+    import time
+    from contextlib import suppress
+
+    from distributed import LocalCluster
+
+    port = free_port()  # nothing listens there
+    address = f"tcp://127.0.0.1:{port}"
+    start = time.monotonic()
+    with pytest.raises(OrchestratorError) as refused:
+        check_dask_scheduler(_settings(tmp_path, dask_address=address))
+    assert time.monotonic() - start < DASK_CONNECT_TIMEOUT_S
+    assert str(refused.value).startswith(
+        f"cannot reach the Dask scheduler at round.dask_address={address} (FLYWHEEL_ROUND__DASK_ADDRESS): ")
+    assert "\n" not in str(refused.value)
+    check_dask_scheduler(_settings(tmp_path, dask_address=address, runner="threads"))  # not used: not checked
+    monkeypatch.setattr("flows.runners.DASK_CONNECT_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:  # accepts connections, never answers (a proxy, another server)
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(OrchestratorError, match="no answer as a Dask scheduler within 0.5 s"):
+            check_dask_scheduler(_settings(tmp_path, dask_address=f"127.0.0.1:{silent.getsockname()[1]}"))
+    with socket.socket() as web:  # another server: answers, but not as Dask
+        web.bind(("127.0.0.1", 0))
+        web.listen()
+
+        def answer() -> None:
+            with suppress(OSError):  # until the socket closes
+                while True:
+                    web.accept()[0].sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+
+        threading.Thread(target=answer, daemon=True).start()
+        with pytest.raises(OrchestratorError, match="not a Dask scheduler"):
+            check_dask_scheduler(_settings(tmp_path, dask_address=f"tcp://127.0.0.1:{web.getsockname()[1]}"))
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        check_dask_scheduler(_settings(tmp_path, dask_address=cluster.scheduler_address))
+
+
+def test_a_dask_cluster_lost_mid_round_is_one_line(tmp_path, monkeypatch):
+    from distributed.client import FutureCancelledError
+
+    import flows.round
+
+    lost = FutureCancelledError("collect_run_task-f38be9", reason="scheduler-connection-lost",
+                                msg="Client lost the connection to the scheduler.")
+
+    class RoundLosingItsCluster:
+        def with_options(self, **options):
+            return self
+
+        def __call__(self, *args):
+            raise lost
+
+    monkeypatch.setattr(flows.round, "_round", RoundLosingItsCluster())
+    with pytest.raises(OrchestratorError) as said:
+        flows.round.round_flow(_settings(tmp_path, dask_address="tcp://dask.internal:8786"))
+    assert str(said.value) == ("lost the Dask cluster at round.dask_address=tcp://dask.internal:8786 "
+                               "(FLYWHEEL_ROUND__DASK_ADDRESS) mid-round (collect_run_task-f38be9 cancelled for "
+                               "reason: scheduler-connection-lost); the shards committed so far are kept: rerun to "
+                               "finish the round")
+    assert "the local cluster" in str(cluster_lost(_settings(tmp_path, runner="dask"), lost))
+    assert cluster_lost(_settings(tmp_path, dask_address="tcp://dask.internal:8786"), ValueError("a bug")) is None
+    assert cluster_lost(_settings(tmp_path), lost) is None  # not a Dask round: not the cluster's doing

@@ -21,7 +21,23 @@ def test_environment_beats_the_file_even_with_a_default_value(tmp_path, monkeypa
 def test_the_file_is_read_from_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "flywheel.toml").write_text('data_dir = "elsewhere"\n')
-    assert str(load_settings().data_dir) == "elsewhere"
+    assert load_settings().data_dir == tmp_path.resolve() / "elsewhere"
+
+
+def test_a_relative_data_dir_is_made_absolute_where_the_settings_load(tmp_path, monkeypatch):
+    """A task gets the settings as plain values and runs them in another process, maybe on a Dask
+    worker in a working directory of its own: it must find the same data directory there."""
+    from flows.stages.context import open_settings, settings_doc
+
+    here, worker = tmp_path / "here", tmp_path / "worker"
+    here.mkdir(), worker.mkdir()
+    monkeypatch.chdir(here)
+    doc = settings_doc(load_settings(data_dir="data", local_dir="cache"))
+    monkeypatch.chdir(worker)
+    there = open_settings(doc)
+    assert (there.data_dir, there.local_dir) == (here.resolve() / "data", here.resolve() / "cache")
+    assert load_settings().data_dir == worker.resolve() / "flywheel-data"  # the default, too
+    assert open_settings(settings_doc(load_settings(data_dir="s3://team-bucket/x"))).data_dir == "s3://team-bucket/x"
 
 
 def test_unknown_and_invalid_settings_name_the_setting(tmp_path):

@@ -39,4 +39,4 @@ class EndpointError(FlywheelError):
 
 
 class OrchestratorError(FlywheelError):
-    """Prefect (its server, or the temporary one a round starts) cannot be used."""
+    """Prefect (its server, or the temporary one a round starts) or the Dask cluster cannot be used."""

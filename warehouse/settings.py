@@ -277,6 +277,13 @@ class Settings(BaseSettings):
             raise ValueError(f"{one_line(value, 80)!r}: the prefix has an empty, '.' or '..' part")
         return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
 
+    @field_validator("data_dir", "local_dir")
+    @classmethod
+    def _absolute(cls, value: Any) -> Any:
+        # resolved once, where the settings are loaded: a task runs them in other processes and
+        # on other machines (Dask workers), each in a working directory of its own
+        return value.absolute() if isinstance(value, Path) else value
+
     @property
     def in_object_storage(self) -> bool:
         """True when the data directory is an s3:// URL."""
@@ -361,11 +368,16 @@ def _env_values() -> dict[str, Any]:
                           "in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='[\"F01\", \"F02\"]')") from None
 
 
+def config_in_use(config: Path | None = None) -> Path | None:
+    """The config file settings are read from: ``config``, else ./flywheel.toml if present, else none."""
+    return config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+
+
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from the config file (``config`` or ./flywheel.toml if present), the
-    environment, and explicit overrides, in rising order. One-line ConfigError if wrong."""
+    """Settings from the config file (see :func:`config_in_use`), the environment, and explicit
+    overrides, in rising order. One-line ConfigError if wrong."""
     file_values: dict[str, Any] = {}
-    path = config if config is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    path = config_in_use(config)
     if path is not None:
         file_values = _read_toml(Path(path))
     source = f"config {one_line(str(path))}" if path else "settings"
