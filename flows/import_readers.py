@@ -14,14 +14,7 @@ from typing import Any
 
 from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_records
-
-
-def _one_json(path: Path) -> Any:
-    records = read_records(path)
-    if len(records) != 1 or records[0].problem:
-        raise InputError(f"{path}: expected one JSON document")
-    return records[0].value
+from warehouse.jsonfile import read_document, read_records
 
 
 def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
@@ -42,7 +35,7 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
         if not samples:
             raise InputError(f"{path}: an Inspect .eval log without samples/*.json")
         return inspect_log.records(header if isinstance(header, dict) else {}, samples, scorer=scorer)
-    log = _one_json(path)
+    log = read_document(path)
     if not isinstance(log, dict) or not isinstance(log.get("samples"), list):
         raise InputError(f"{path}: not an Inspect eval log (a .eval zip, or JSON with a 'samples' list)")
     return inspect_log.records(log, [(f"sample {i + 1}", s) for i, s in enumerate(log["samples"])], scorer=scorer)
@@ -52,7 +45,7 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
 READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
     "openai-chat": lambda path, scorer: read_records(path),
     "inspect": read_inspect,
-    "tau2": lambda path, scorer: tau2.records(_one_json(path), str(path)),
+    "tau2": lambda path, scorer: tau2.records(read_document(path), str(path)),
     "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
     "adp": lambda path, scorer: adp.records(read_records(path)),
 }
