@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,21 @@ from warehouse.errors import InputError
 from warehouse.jsonfile import read_document, read_records
 
 
+ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
+
+
+def _starts_as_zip(path: Path) -> bool:
+    """Whether ``path`` begins as a zip does: a cut-short ``.eval`` log is a zip without its end."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4) in ZIP_STARTS
+    except OSError:
+        return False  # the JSON reader says why it cannot be read
+
+
 def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
     """An Inspect log: a ``.eval`` zip (``header.json``, ``samples/*.json``) or a ``.json`` log."""
-    if zipfile.is_zipfile(path):
+    if _starts_as_zip(path) or zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as zf:
                 names = zf.namelist()
@@ -30,7 +43,11 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
                         samples.append((name, json.loads(zf.read(name))))
                     except ValueError as exc:
                         samples.append((name, ValueError(f"not JSON: {exc}")))
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # the archive's structure, or a member's data
+            why = "its end, the zip's directory, is missing" if str(exc) == "File is not a zip file" else exc
+            raise InputError(f"{path}: a damaged or truncated zip archive, not a readable Inspect .eval log "
+                             f"({why})") from None
+        except (OSError, ValueError, NotImplementedError, RuntimeError) as exc:  # header.json not JSON, encrypted, ...
             raise InputError(f"{path}: not a readable Inspect .eval log ({exc})") from None
         if not samples:
             raise InputError(f"{path}: an Inspect .eval log without samples/*.json")

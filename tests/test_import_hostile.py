@@ -96,7 +96,14 @@ def _cut_tau2(tmp_path: Path) -> tuple[Path, str, str]:
     return path, "tau2", f"{path}:{_end_of(head.decode())}: not JSON: unexpected end of file"
 
 
-BROKEN_FILES = [_cut_tau2]
+def _cut_eval(tmp_path: Path) -> tuple[Path, str, str]:
+    """The first 2000 bytes of an Inspect .eval log (a zip)."""
+    path = tmp_path / "trunc.eval"
+    path.write_bytes((DATA / "inspect" / "phone_contacts.eval").read_bytes()[:2000])
+    return path, "inspect", f"{path}: a damaged or truncated zip archive"
+
+
+BROKEN_FILES = [_cut_tau2, _cut_eval]
 
 
 @pytest.mark.parametrize("broken", BROKEN_FILES, ids=lambda f: f.__name__.strip("_"))
