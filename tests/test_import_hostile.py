@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.import_cmd import prepare_import
+from flows.import_cmd import FORMATS, prepare_import
 from tests.conftest import cli_env, flywheel
 from tests.format_roundtrip import DATA
 from tests.fuzz import assert_one_clear_line
@@ -88,6 +88,14 @@ def test_two_documents_where_one_is_read_are_refused_at_the_second(tmp_path):
         prepare_import(path, "tau2")
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_directory_or_a_missing_file_is_named_as_such(tmp_path, fmt):
+    with pytest.raises(InputError, match=rf"^cannot read {tmp_path}: Is a directory$"):
+        prepare_import(tmp_path, fmt)
+    with pytest.raises(InputError, match=rf"^cannot read {tmp_path / 'nope.json'}: No such file or directory$"):
+        prepare_import(tmp_path / "nope.json", fmt)
+
+
 def _cut_tau2(tmp_path: Path) -> tuple[Path, str, str]:
     """The first 3000 bytes of a pretty-printed τ²-bench results file: the file, its format, what is said."""
     head = ONE_DOCUMENT["tau2"].read_bytes()[:3000]
@@ -103,7 +111,13 @@ def _cut_eval(tmp_path: Path) -> tuple[Path, str, str]:
     return path, "inspect", f"{path}: a damaged or truncated zip archive"
 
 
-BROKEN_FILES = [_cut_tau2, _cut_eval]
+def _a_directory(tmp_path: Path) -> tuple[Path, str, str]:
+    path = tmp_path / "somedir"
+    path.mkdir()
+    return path, "openai-chat", f"cannot read {path}: Is a directory"
+
+
+BROKEN_FILES = [_cut_tau2, _cut_eval, _a_directory]
 
 
 @pytest.mark.parametrize("broken", BROKEN_FILES, ids=lambda f: f.__name__.strip("_"))
