@@ -81,6 +81,21 @@ def test_a_break_inside_a_pretty_printed_document_is_named_where_it_is(tmp_path,
         prepare_import(path, fmt)
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    ("{bad", "1:2: not JSON: Expecting property name enclosed in double quotes"),  # no value begins there
+    ('{"a": trux}', "1:7: not JSON: Expecting value"),
+    ('{"a" 1', "1:6: not JSON: Expecting ':' delimiter"),
+    ('{"a":\n  tr', "2:5: not JSON: unexpected end of file"),
+    ('{"a":\n  [1.5e', "2:8: not JSON: unexpected end of file"),
+    ('{"a":\n  "b\\u12', "2:9: not JSON: unexpected end of file"),
+])
+def test_only_a_value_the_file_ends_in_is_taken_for_a_cut(tmp_path, text, said):
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=rf"^{path}:{said}$"):
+        prepare_import(path, "tau2")
+
+
 def test_two_documents_where_one_is_read_are_refused_at_the_second(tmp_path):
     path = tmp_path / "two.jsonl"
     path.write_text('{"simulations": []}\n{"simulations": []}\n')

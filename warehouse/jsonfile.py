@@ -69,7 +69,9 @@ def not_json(name: str, exc: json.JSONDecodeError) -> InputError:
     text = exc.doc
     end = len(text.rstrip())
     in_string = exc.msg.startswith("Unterminated string")  # json says so only when a string runs to the end
-    if not in_string and not _PART_OF_A_TOKEN.fullmatch(text[exc.pos:end]):
+    in_value = exc.msg in ("Expecting value", "Expecting ',' delimiter") or exc.msg.startswith("Invalid \\u")
+    cut_value = in_value and _PART_OF_A_TOKEN.fullmatch(text[exc.pos:end])  # not a bare word where a key belongs
+    if not in_string and not cut_value and exc.pos < end:
         return InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}")
     line, col = text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end)
     inside = f" (inside a string begun at {exc.lineno}:{exc.colno})" if in_string else ""
