@@ -1,11 +1,12 @@
 """JSON list / JSON Lines input files, read one way everywhere. Pure parsing plus a read.
 
 A file is a JSON list (items are "record N"), one JSON object (pretty-printed or not:
-"record 1"), or JSON Lines ("line N"). A whole file that is not JSON is one InputError
-``FILE:LINE:COL: not JSON: ...`` (a document cut short: at the end of the file, "unexpected
-end of file"); one bad JSON Lines line is a problem on that record, so callers can skip it
-and go on. A reader that wants exactly one document (pretty-printed or not) uses
-:func:`read_document`. A UTF-8 byte-order mark is ignored.
+"record 1"), or JSON Lines ("line N"). A whole file that is not JSON (a list or an object
+that breaks, or no line that parses) is one InputError ``FILE:LINE:COL: not JSON: ...`` (a
+document cut short: at the end of the file, "unexpected end of file"); one bad JSON Lines
+line is a problem on that record, so callers can skip it and go on. A reader that wants
+exactly one document (pretty-printed or not) uses :func:`read_document`. A UTF-8 byte-order
+mark is ignored.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
     stripped = text.lstrip()
     if not stripped:
         raise InputError(f"{name}: the file is empty")
+    as_document: json.JSONDecodeError | None = None  # why the file is not one object, when it begins as one
     if stripped[0] in "[{":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             if stripped[0] == "[":
                 raise not_json(name, exc) from None
+            as_document = exc
         else:
             items = data if isinstance(data, list) else [data]
             return [JsonRecord(f"record {i + 1}", i + 1, v) for i, v in enumerate(items)]
@@ -54,6 +57,8 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
         except json.JSONDecodeError as exc:
             first_error = first_error or (number, exc)
             out.append(JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}"))
+    if as_document is not None and not any(isinstance(r.value, dict | list) for r in out):
+        raise not_json(name, as_document)  # no line is a record: one pretty-printed object, broken (or cut short)
     if first_error is not None and all(r.problem for r in out):  # no line parses: the file is not JSON at all
         number, exc = first_error
         raise InputError(f"{name}:{number}:{exc.colno}: not JSON: {exc.msg}")
