@@ -455,6 +455,7 @@ def import_(
 ) -> None:
     """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
     from flows.import_cmd import import_prepared, prepare_import
+    from flows.views import print_skipped
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
@@ -473,8 +474,7 @@ def import_(
                      "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
                      "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
         return
-    for where, why in summary.skipped:
-        err.print(f"warning: {file}: {where}: skipped: {why}", markup=False, highlight=False)
+    print_skipped(err, str(file), summary.skipped)
     if summary.file_already_imported:
         out.print(f"{file} was already imported as round {summary.round_id}; nothing changed"
                   + (f" (curated it: {summary.marks} marks)" if summary.marks else ""), markup=False, highlight=False)

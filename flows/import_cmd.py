@@ -32,7 +32,7 @@ from generators.phone.tools import TOOLS
 from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError, one_line
-from warehouse.jsonfile import read_records
+from warehouse.jsonfile import read_input, read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile
 from warehouse.store import Store
@@ -86,11 +86,9 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
     evaluation (``gen_ai.evaluation.name``); default the first."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    if not path.is_file():
-        raise InputError(f"cannot read {path}: no such file")
+    sha = hashlib.sha256(read_input(path)).hexdigest()  # missing, a directory, unreadable: said here, first
     given = read_tool_schemas(tools_path) if tools_path is not None else {}
     records = READERS[fmt](path, scorer)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
     summary = ImportSummary()
     batch_id = f"import-{sha[:12]}"
     now = datetime.now(UTC)

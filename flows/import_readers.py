@@ -8,25 +8,31 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_records
+from warehouse.jsonfile import read_document, read_records
 
 
-def _one_json(path: Path) -> Any:
-    records = read_records(path)
-    if len(records) != 1 or records[0].problem:
-        raise InputError(f"{path}: expected one JSON document")
-    return records[0].value
+ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
+
+
+def _starts_as_zip(path: Path) -> bool:
+    """Whether ``path`` begins as a zip does: a cut-short ``.eval`` log is a zip without its end."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4) in ZIP_STARTS
+    except OSError:
+        return False  # the JSON reader says why it cannot be read
 
 
 def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
     """An Inspect log: a ``.eval`` zip (``header.json``, ``samples/*.json``) or a ``.json`` log."""
-    if zipfile.is_zipfile(path):
+    if _starts_as_zip(path) or zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as zf:
                 names = zf.namelist()
@@ -37,12 +43,16 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
                         samples.append((name, json.loads(zf.read(name))))
                     except ValueError as exc:
                         samples.append((name, ValueError(f"not JSON: {exc}")))
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # the archive's structure, or a member's data
+            why = "its end, the zip's directory, is missing" if str(exc) == "File is not a zip file" else exc
+            raise InputError(f"{path}: a damaged or truncated zip archive, not a readable Inspect .eval log "
+                             f"({why})") from None
+        except (OSError, ValueError, NotImplementedError, RuntimeError) as exc:  # header.json not JSON, encrypted, ...
             raise InputError(f"{path}: not a readable Inspect .eval log ({exc})") from None
         if not samples:
             raise InputError(f"{path}: an Inspect .eval log without samples/*.json")
         return inspect_log.records(header if isinstance(header, dict) else {}, samples, scorer=scorer)
-    log = _one_json(path)
+    log = read_document(path)
     if not isinstance(log, dict) or not isinstance(log.get("samples"), list):
         raise InputError(f"{path}: not an Inspect eval log (a .eval zip, or JSON with a 'samples' list)")
     return inspect_log.records(log, [(f"sample {i + 1}", s) for i, s in enumerate(log["samples"])], scorer=scorer)
@@ -52,7 +62,7 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
 READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
     "openai-chat": lambda path, scorer: read_records(path),
     "inspect": read_inspect,
-    "tau2": lambda path, scorer: tau2.records(_one_json(path), str(path)),
+    "tau2": lambda path, scorer: tau2.records(read_document(path), str(path)),
     "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
     "adp": lambda path, scorer: adp.records(read_records(path)),
 }

@@ -290,14 +290,22 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
                   "[bold]flywheel export --verified[/] for a first look")
 
 
+def print_skipped(errors: Console, source: str, skipped: list[tuple[str, str]], *, limit: int | None = None) -> None:
+    """One warning per record of the file ``source`` that was skipped, ``warning: FILE: WHERE: skipped: WHY``
+    (import and feedback alike); past ``limit`` of them, how many more."""
+    shown = skipped if limit is None else skipped[:limit]
+    for where, why in shown:
+        errors.print(f"warning: {source}: {where}: skipped: {why}", markup=False, highlight=False)
+    if len(skipped) > len(shown):
+        errors.print(f"warning: {source}: ... and {len(skipped) - len(shown)} more skipped records",
+                     markup=False, highlight=False)
+
+
 def print_feedback_import(console: Console, errors: Console, result, source: str) -> None:
     if result.already:
         console.print(f"{source} was already imported as {result.batch}; nothing changed")
         return
-    for where, problem in result.skipped[:20]:
-        errors.print(f"skipped {where}: {problem}", markup=False, highlight=False)
-    if len(result.skipped) > 20:
-        errors.print(f"... and {len(result.skipped) - 20} more skipped records", highlight=False)
+    print_skipped(errors, source, result.skipped, limit=20)
     console.print(f"Recorded {result.imported} results from {source} as {result.batch}"
                   + (f"; skipped {len(result.skipped)}" if result.skipped else ""))
     console.print("Next round's mix: [bold]flywheel plan[/]")

@@ -102,6 +102,36 @@ def test_feedback_file_that_is_not_json_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines() == [f"error: {bad}:2:2: not JSON: Expecting value"]
 
 
+def test_the_command_line_names_the_file_of_each_skipped_record_as_import_does(tmp_path):
+    from tests.review_fixtures import make_round
+
+    store = Store(tmp_path / "d")
+    make_round(store, n_tasks=2)
+    (task_id,) = store.duck().execute("SELECT task_id FROM tasks ORDER BY task_id LIMIT 1").fetchone()
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join([json.dumps({"task_id": task_id, "success": True}), "{not json",
+                                  json.dumps({"task_id": "t-nope", "success": True})]) + "\n")
+    proc = flywheel("feedback", str(results), "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"warning: {results}: line 2: skipped: not JSON at column 2: Expecting property name enclosed in double quotes",
+        f"warning: {results}: line 3: skipped: unknown task id 't-nope'"]
+
+
+def test_past_twenty_skipped_records_feedback_says_how_many_more(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from flows.views import print_skipped
+
+    errors = io.StringIO()
+    print_skipped(Console(file=errors, width=400), "r.jsonl", [(f"line {n}", "[bold]x") for n in range(1, 23)], limit=20)
+    lines = errors.getvalue().splitlines()
+    assert lines[0] == "warning: r.jsonl: line 1: skipped: [bold]x" and len(lines) == 21
+    assert lines[-1] == "warning: r.jsonl: ... and 2 more skipped records"
+
+
 def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
     from review_app import decisions, release
     from review_app.data import Overlap

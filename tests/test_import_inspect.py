@@ -4,6 +4,7 @@ in Inspect's documented shape (tests/data/inspect/SOURCE.md)."""
 from __future__ import annotations
 
 import json
+import struct
 import zipfile
 
 import pytest
@@ -53,6 +54,25 @@ def test_a_file_that_is_no_inspect_log_is_one_clear_error(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps({"messages": []}))
     with pytest.raises(InputError, match="not an Inspect eval log"):
         prepare_import(tmp_path / "x.json", "inspect")
+
+
+def test_an_eval_log_cut_short_or_damaged_is_named_a_damaged_zip(tmp_path):
+    """Cut anywhere (a copy that stopped short) or with a member's bytes garbled: a damaged zip archive,
+    not text that is 'not UTF-8'."""
+    data = EVAL.read_bytes()
+    path = tmp_path / "trunc.eval"
+    for size in [*range(4, len(data) - 1, 37), 2000]:
+        path.write_bytes(data[:size])
+        with pytest.raises(InputError, match=rf"^{path}: a damaged or truncated zip archive, not a readable Inspect"):
+            prepare_import(path, "inspect")
+    member = zipfile.ZipFile(EVAL).getinfo("samples/ann-number_epoch_1.json")
+    name_len, extra_len = struct.unpack("<HH", data[member.header_offset + 26:member.header_offset + 30])
+    start = member.header_offset + 30 + name_len + extra_len  # the member's compressed bytes
+    garbled = bytearray(data)
+    garbled[start + 20:start + 60] = bytes(b ^ 0x5A for b in data[start + 20:start + 60])
+    path.write_bytes(bytes(garbled))
+    with pytest.raises(InputError, match=rf"^{path}: a damaged or truncated zip archive"):
+        prepare_import(path, "inspect")
 
 
 def test_import_then_export_keeps_steps_call_ids_results_and_reward(tmp_path):

@@ -66,7 +66,7 @@ def test_import_then_export_keeps_steps_call_ids_results_and_reward(tmp_path):
 
 def test_a_file_that_is_no_results_file_is_one_clear_error(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps([{"simulations": []}, {}]))
-    with pytest.raises(InputError, match="expected one JSON document"):
+    with pytest.raises(InputError, match="not τ²-bench results"):
         prepare_import(tmp_path / "x.json", "tau2")
     (tmp_path / "y.json").write_text(json.dumps({"tasks": []}))
     with pytest.raises(InputError, match="not τ²-bench results"):

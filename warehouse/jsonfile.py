@@ -1,14 +1,18 @@
 """JSON list / JSON Lines input files, read one way everywhere. Pure parsing plus a read.
 
 A file is a JSON list (items are "record N"), one JSON object (pretty-printed or not:
-"record 1"), or JSON Lines ("line N"). A whole file that is not JSON is one InputError
-``FILE:LINE:COL: not JSON: ...``; one bad JSON Lines line is a problem on that record,
-so callers can skip it and go on. A UTF-8 byte-order mark is ignored.
+"record 1"), or JSON Lines ("line N"). A whole file that is not JSON (a list or an object
+that breaks, or no line that parses) is one InputError ``FILE:LINE:COL: not JSON: ...`` (a
+document cut short: at the end of the file, "unexpected end of file"); one bad JSON Lines
+line is a problem on that record, so callers can skip it and go on. A reader that wants
+exactly one document (pretty-printed or not) uses :func:`read_document`. A UTF-8 byte-order
+mark is ignored.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,12 +36,14 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
     stripped = text.lstrip()
     if not stripped:
         raise InputError(f"{name}: the file is empty")
+    as_document: json.JSONDecodeError | None = None  # why the file is not one object, when it begins as one
     if stripped[0] in "[{":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             if stripped[0] == "[":
-                raise InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+                raise not_json(name, exc) from None
+            as_document = exc
         else:
             items = data if isinstance(data, list) else [data]
             return [JsonRecord(f"record {i + 1}", i + 1, v) for i, v in enumerate(items)]
@@ -51,20 +57,67 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
         except json.JSONDecodeError as exc:
             first_error = first_error or (number, exc)
             out.append(JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}"))
+    if as_document is not None and not any(isinstance(r.value, dict | list) for r in out):
+        raise not_json(name, as_document)  # no line is a record: one pretty-printed object, broken (or cut short)
     if first_error is not None and all(r.problem for r in out):  # no line parses: the file is not JSON at all
         number, exc = first_error
         raise InputError(f"{name}:{number}:{exc.colno}: not JSON: {exc.msg}")
     return out
 
 
-def read_records(path: Path) -> list[JsonRecord]:
-    """Read and parse ``path``; one-line InputError when it cannot be read or is not JSON."""
+_PART_OF_A_TOKEN = re.compile(r'[^\s,:\[\]{}"]*')  # what a cut leaves of a number, true/false/null or an escape
+
+
+def not_json(name: str, exc: json.JSONDecodeError) -> InputError:
+    """``FILE:LINE:COL: not JSON: ...`` for ``exc``. A document cut short is named where the file ends, json's
+    own position being where the cut string, number or literal began."""
+    text = exc.doc
+    end = len(text.rstrip())
+    in_string = exc.msg.startswith("Unterminated string")  # json says so only when a string runs to the end
+    in_value = exc.msg in ("Expecting value", "Expecting ',' delimiter") or exc.msg.startswith("Invalid \\u")
+    cut_value = in_value and _PART_OF_A_TOKEN.fullmatch(text[exc.pos:end])  # not a bare word where a key belongs
+    if not in_string and not cut_value and exc.pos < end:
+        return InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}")
+    line, col = text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end)
+    inside = f" (inside a string begun at {exc.lineno}:{exc.colno})" if in_string else ""
+    return InputError(f"{name}:{line}:{col}: not JSON: unexpected end of file{inside}")
+
+
+def parse_document(text: str, name: str) -> Any:
+    """The one JSON document ``text`` is (pretty-printed or not); ``name`` is the file named in errors."""
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise InputError(f"{name}: the file is empty")
     try:
-        raw = path.read_bytes()
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # JSON Lines, or two documents one after the other
+            raise InputError(f"{name}:{exc.lineno}:{exc.colno}: expected one JSON document; "
+                             "another begins here") from None
+        raise not_json(name, exc) from None
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of the input file ``path``; one-line InputError when it cannot be read (a directory,
+    missing, no permission)."""
+    try:
+        return path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _read_text(path: Path) -> str:
     try:
-        text = raw.decode("utf-8")
+        return read_input(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_records(text, str(path))
+
+
+def read_records(path: Path) -> list[JsonRecord]:
+    """Read and parse ``path``; one-line InputError when it cannot be read or is not JSON."""
+    return parse_records(_read_text(path), str(path))
+
+
+def read_document(path: Path) -> Any:
+    """Read ``path`` as one JSON document; one-line InputError when it cannot be read or is not one."""
+    return parse_document(_read_text(path), str(path))
