@@ -291,9 +291,9 @@ def export(
         return
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
-    out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}")
+    out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}", markup=False, highlight=False)
     out.print(f"Left out: {excluded}")
-    out.print(f"Manifest: {result.manifest_path}")
+    out.print(f"Manifest: {result.manifest_path}", markup=False, highlight=False)
     approved_out = manifest["approved_left_out"]["count"]
     if approved_out:
         err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "

@@ -285,7 +285,7 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     for f in summary.get("user_fallbacks") or []:
         console.print(f"  [yellow]the user model's reply was replaced by the scripted answer {f['replies']} time(s) "
                       f"in {f['episodes']} episode(s)[/]: {escape(f['reason'])} (outcomes' user_fallbacks)")
-    console.print(f"Data: {settings.data_location()}")
+    console.print(f"Data: {settings.data_location()}", markup=False, highlight=False)
     console.print("Next: [bold]flywheel status[/] · [bold]flywheel review[/] to approve episodes · "
                   "[bold]flywheel export --verified[/] for a first look")
 
@@ -303,11 +303,11 @@ def print_skipped(errors: Console, source: str, skipped: list[tuple[str, str]], 
 
 def print_feedback_import(console: Console, errors: Console, result, source: str) -> None:
     if result.already:
-        console.print(f"{source} was already imported as {result.batch}; nothing changed")
+        console.print(f"{source} was already imported as {result.batch}; nothing changed", markup=False, highlight=False)
         return
     print_skipped(errors, source, result.skipped, limit=20)
-    console.print(f"Recorded {result.imported} results from {source} as {result.batch}"
-                  + (f"; skipped {len(result.skipped)}" if result.skipped else ""))
+    console.print(f"Recorded {result.imported} results from {source} as {result.batch}"  # a file name is no markup
+                  + (f"; skipped {len(result.skipped)}" if result.skipped else ""), markup=False, highlight=False)
     console.print("Next round's mix: [bold]flywheel plan[/]")
 
 

@@ -108,7 +108,8 @@ def test_the_command_line_names_the_file_of_each_skipped_record_as_import_does(t
     store = Store(tmp_path / "d")
     make_round(store, n_tasks=2)
     (task_id,) = store.duck().execute("SELECT task_id FROM tasks ORDER BY task_id LIMIT 1").fetchone()
-    results = tmp_path / "results.jsonl"
+    (tmp_path / "in[").mkdir()
+    results = tmp_path / "in[" / "bold]results.jsonl"  # a path that reads as markup: printed as it is
     results.write_text("\n".join([json.dumps({"task_id": task_id, "success": True}), "{not json",
                                   json.dumps({"task_id": "t-nope", "success": True})]) + "\n")
     proc = flywheel("feedback", str(results), "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
@@ -116,6 +117,9 @@ def test_the_command_line_names_the_file_of_each_skipped_record_as_import_does(t
     assert proc.stderr.splitlines() == [
         f"warning: {results}: line 2: skipped: not JSON at column 2: Expecting property name enclosed in double quotes",
         f"warning: {results}: line 3: skipped: unknown task id 't-nope'"]
+    assert proc.stdout.startswith(f"Recorded 1 results from {results} as fb-")
+    again = flywheel("feedback", str(results), "--data-dir", str(tmp_path / "d"), env=cli_env(None), cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout.startswith(f"{results} was already imported as fb-"), again.stderr
 
 
 def test_past_twenty_skipped_records_feedback_says_how_many_more(tmp_path):
