@@ -305,6 +305,15 @@ def test_divergence_needs_the_same_turns_and_the_same_results_before_it():
     recovered = Rollout("good", "chosen", "human", turns=a, no_loss_from=0, recovered=True)  # only step 0
     assert len(step_pairs([recovered, bad])) == 1
     assert step_pairs([Rollout("good", "chosen", "human", turns=a, no_loss_from=1, recovered=True), bad]) == []
+    # an episode pair has no mask: a rollout with a turn people marked wrong is never its chosen side
+    from curation.formats.dpo import episode_pairs
+
+    rejected = Rollout("no", "rejected", "human", turns=b)
+    for wrong in (marked, recovered):
+        assert episode_pairs([wrong, rejected, bad]) == []
+    clean = Rollout("clean", "chosen", "human", turns=a)
+    pairs = episode_pairs([wrong, clean, rejected, bad])
+    assert [(p.chosen.item, p.rejected.item) for p in pairs] == [("clean", "no"), ("clean", "bad")]
     with pytest.raises(ValueError):
         from curation.formats.dpo import Pair, _check
 

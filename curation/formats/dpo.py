@@ -1,7 +1,7 @@
 """Preference pairs from one task's rollouts. Pure: rollouts with their roles in, pairs out.
 
-Episode pairs: a chosen rollout against a rejected one of the same task. People come
-first: approved against rejected (``approved_vs_rejected``, source ``human``); then the
+Episode pairs: a chosen rollout (none with a step people marked wrong) against a rejected one of
+the same task. People come first: approved against rejected (``approved_vs_rejected``, source ``human``); then the
 verifier: a chosen rollout (approved, or a verified success) against a failed one
 (``success_vs_failure``) or, when there is none, a costlier success
 (``cheaper_vs_costlier``). An approved rollout is never on the rejected side and a
@@ -55,8 +55,11 @@ def _check(chosen: Rollout, rejected: Rollout) -> None:
 
 
 def episode_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> list[Pair]:
-    """One task's episode pairs: people's first, then the verifier's; chosen rotating."""
-    chosen = [r for r in rollouts if r.side == "chosen"]
+    """One task's episode pairs: people's first, then the verifier's; chosen rotating. A chosen rollout
+    with a step people marked wrong is no episode pair's chosen side: a preference pair has no mask, so
+    its whole continuation would be preferred, the marked turns with it (step pairs may still take it,
+    before its first wrong step)."""
+    chosen = [r for r in rollouts if r.side == "chosen" and r.no_loss_from is None]
     human_c = [r for r in chosen if r.source == "human"]
     human_r = [r for r in rollouts if r.side == "rejected" and r.source == "human"]
     pairs = [Pair(human_c[i % len(human_c)], r, "approved_vs_rejected", "human") for i, r in enumerate(human_r)] if human_c else []
