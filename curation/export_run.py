@@ -229,7 +229,8 @@ def run_export(
             "excluded_by_split": {s: dict(sorted(c.items())) for s, c in sorted(tally.excluded_by_split.items())},
             "held_out_splits": list(HELD_OUT),
             "approved_left_out": {"count": tally.approved_left_out_count, "episodes": tally.approved_left_out},
-            "splits": {s: sum(c.values()) for s, c in sorted(tally.by_split_family.items())},
+            # the rows each split's file holds (a trl episode may give several: one per trainable run)
+            "splits": {s: sink.rows for s, sink in sorted(writer.sinks.items())},
             "mixing_weights": tally.mixing_weights(),
             "lineage": tally.lineage_summary(),
             "funnel": {"rounds": funnels, "total": funnel_mod.total(funnels)},

@@ -285,6 +285,10 @@ def export(
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
             progress=progress and not as_json,
         )
+    approved_out = manifest["approved_left_out"]["count"]
+    if approved_out:  # on stderr, with --json too: it is no part of the document
+        err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
+                  f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
     if as_json:
         _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
                      "excluded": manifest["excluded"], "out": str(out_dir), "manifest": str(result.manifest_path)})
@@ -294,10 +298,6 @@ def export(
     out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}", markup=False, highlight=False)
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}", markup=False, highlight=False)
-    approved_out = manifest["approved_left_out"]["count"]
-    if approved_out:
-        err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
-                  f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
 
 
 @app.command()

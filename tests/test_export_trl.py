@@ -35,7 +35,7 @@ def test_rows_load_with_datasets_in_trls_tool_calling_shape(collected, tmp_path)
                                                         "tools": datasets.List(datasets.Json()),
                                                         "metadata": datasets.Json()})
     assert sum(len(ds[s]) for s in ds) == len(rows) == sum(f["rows"] or 0 for f in manifest["files"].values())
-    assert len({r["metadata"]["episode_id"] for r in rows}) == sum(manifest["splits"].values())  # splits count episodes
+    assert manifest["splits"] == {s: len(ds[s]) for s in ds}  # rows per split, as the files hold them
     row = ds["train"][0]
     assert set(ds["train"].column_names) == {"prompt", "completion", "tools", "metadata"}
     assert [m["role"] for m in row["prompt"][:2]] == ["system", "user"]
@@ -52,8 +52,10 @@ def test_rows_load_with_datasets_in_trls_tool_calling_shape(collected, tmp_path)
 
 def test_a_masked_turn_splits_the_episode_and_never_trains(collected, tmp_path):
     store, got, victim = collected
-    rows, _ = export_rows(store, tmp_path, "trl", approve(store, {victim: 1}))
+    rows, manifest = export_rows(store, tmp_path, "trl", approve(store, {victim: 1}))
     mine = [r for r in rows if r["metadata"]["episode_id"] == victim]
+    # the split episode is two rows: the manifest's splits count rows, as the files hold them
+    assert sum(manifest["splits"].values()) == len(rows) > len({r["metadata"]["episode_id"] for r in rows})
     assert [r["metadata"]["steps"] for r in mine][0] == [0]
     assert all(1 not in r["metadata"]["steps"] for r in mine) and mine[1]["metadata"]["steps"][0] == 2
     # the masked call and its result are context of the next row, not something it learns

@@ -267,6 +267,11 @@ def test_the_export_command_warns_once_about_approved_episodes_left_out(world, t
     warnings = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and f"{len(dups)} approved episode(s) left out" in warnings[0]
     assert "Traceback" not in res.stderr
+    as_json = flywheel("export", "--format", "openai", "--out", str(tmp_path / "j"), "--json", "--data-dir",
+                       str(store.data_dir), env=cli_env(None, FLYWHEEL_REVIEW_OVERLAP="0"), cwd=tmp_path)
+    assert as_json.returncode == 0 and "rows" in json.loads(as_json.stdout)  # the document alone on stdout
+    # and the warning on stderr, as without --json
+    assert as_json.stderr.splitlines() == [warnings[0].replace(f"{tmp_path / 'x'}", f"{tmp_path / 'j'}")]
     res = flywheel("export", "--format", "openai", "--pairs", "step", "--data-dir", str(store.data_dir),
                    env=cli_env(None), cwd=tmp_path)
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "--pairs is for --format dpo" in res.stderr
