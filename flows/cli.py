@@ -271,7 +271,9 @@ def export(
     from flows.export_cmd import export_release
 
     settings, store = _existing_store(config, data_dir, state_url)
-    rounds = [r.strip() for r in round_ids.split(",")] if round_ids else None
+    rounds = [r.strip() for r in round_ids.split(",") if r.strip()] if round_ids is not None else None
+    if rounds == []:  # "--round ''" or "--round ,": no round named, which is not every round
+        raise typer.BadParameter("--round names no round (ids separated by commas, e.g. r0001,r0002)")
     if release is not None:
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")

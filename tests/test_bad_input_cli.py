@@ -90,6 +90,14 @@ def test_export_options(world, tmp_path_factory, capsys, fmt, rounds, release, p
         assert not out.exists()
 
 
+@pytest.mark.parametrize("rounds", [",", " , ", ""])
+def test_export_round_list_naming_no_round_is_refused_not_read_as_every_round(world, tmp_path, capsys, rounds):
+    data, _ = world
+    argv = ["export", "--verified", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--round", rounds]
+    assert refused_cleanly(argv, capsys, data)
+    assert "--round names no round" in run_cli(argv, capsys)[2] and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("below", ["a-file", "/dev/null", "/proc/self/status"])
 def test_export_out_that_cannot_be_a_directory_is_one_line(world, tmp_path, capsys, below):
     data, _ = world
