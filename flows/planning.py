@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -232,13 +231,10 @@ def nightly_episodes(store: Store, settings: Settings) -> tuple[int, str]:
         return usual, "the first round"
     if last.status != "complete":
         return usual, f"resuming the unfinished round {last.id}"
-    if rel is not None and _aware(rel.approved_at) >= _aware(last.created_at):
+    if rel is not None and rel.approved_at >= last.created_at:
         return usual, f"release {rel.id} was approved since {last.id} began"
     share = settings.round.unreleased_share
     n = math.ceil(usual * share)
     what = f"{n} episodes ({share:.0%} of {usual}, round.unreleased_share)" if n else "no round (round.unreleased_share = 0)"
     return n, f"no release approved since {last.id} began: {what}; approve one in the review app"
 
-
-def _aware(moment):
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

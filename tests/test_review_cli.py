@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+from datetime import datetime, timedelta
 
 from review_app import decisions, release
 from review_app.data import Overlap
@@ -66,6 +67,10 @@ def test_export_release_exports_only_an_approved_release(tmp_path):
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((out / "openai-chat.manifest.json").read_text())
     assert manifest["release"]["dataset_version"] == "v2026.11"
+    # the state database is SQLite here, which keeps no offset: the moment still reads back in UTC
+    approved = datetime.fromisoformat(manifest["release"]["approved_at"])
+    assert approved.utcoffset() == timedelta(0) and approved == rel.approved_at, manifest["release"]["approved_at"]
+    assert datetime.fromisoformat(manifest["created_at"]).utcoffset() == timedelta(0)
     assert sum(f["rows"] for f in manifest["files"].values()) == 2, manifest["excluded"]
     assert manifest["lineage"]["reviewers"] == ["ann"]
 

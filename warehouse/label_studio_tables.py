@@ -8,14 +8,11 @@ functions take ``*, session``; none commits, so a pull applies in one transactio
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-import sqlalchemy as sa
 from sqlmodel import Field, Session, SQLModel, select
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
+from warehouse.timestamps import UtcDateTime, utcnow
 
 
 class LabelStudioTask(SQLModel, table=True):
@@ -27,7 +24,7 @@ class LabelStudioTask(SQLModel, table=True):
     task_id: int = Field(index=True)
     round_id: str = Field(index=True)
     digest: str = ""  # of the task data last pushed; a change updates the task
-    pushed_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    pushed_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class LabelStudioAnnotation(SQLModel, table=True):
@@ -41,7 +38,7 @@ class LabelStudioAnnotation(SQLModel, table=True):
     reviewer: str
     updated_at: str  # Label Studio's own timestamp, compared as given
     review_id: int | None = None  # None: a draft or skipped annotation, which decides nothing
-    pulled_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    pulled_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class LabelStudioUser(SQLModel, table=True):
@@ -52,7 +49,7 @@ class LabelStudioUser(SQLModel, table=True):
     user_id: int = Field(primary_key=True)
     reviewer: str = Field(unique=True)
     email: str = ""  # as it was when first pulled
-    linked_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    linked_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 def user_links(*, session: Session) -> dict[int, LabelStudioUser]:

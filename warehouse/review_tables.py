@@ -7,18 +7,17 @@ grow without reshaping the core tables; ``warehouse.state`` imports this module 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, select
 
+from warehouse.timestamps import UtcDateTime, utcnow
+
 ROLES = ("reviewer", "lead")
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Reviewer(SQLModel, table=True):
@@ -29,7 +28,7 @@ class Reviewer(SQLModel, table=True):
     role: str = "reviewer"  # reviewer, lead
     password_hash: str
     active: bool = True
-    created_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class SignInFailure(SQLModel, table=True):
@@ -38,7 +37,7 @@ class SignInFailure(SQLModel, table=True):
     __tablename__ = "signin_failures"
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True)
-    failed_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    failed_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class ReviewDraft(SQLModel, table=True):
@@ -52,7 +51,7 @@ class ReviewDraft(SQLModel, table=True):
     reason_text: str = ""
     first_wrong_step: int | None = None
     recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
-    updated_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class Adjudication(SQLModel, table=True):
@@ -67,7 +66,7 @@ class Adjudication(SQLModel, table=True):
     reason: str = ""
     first_wrong_step: int | None = None
     recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})  # see state.ReviewBase
-    decided_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    decided_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class Release(SQLModel, table=True):
@@ -84,7 +83,7 @@ class Release(SQLModel, table=True):
     selection: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # rules that chose the episodes
     notes: str = ""
     approved_by: str
-    approved_at: datetime = Field(default_factory=_now, sa_type=sa.DateTime(timezone=True))
+    approved_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 # --- reviewers ----------------------------------------------------------------------
@@ -113,7 +112,7 @@ def signin_failures_since(*, session: Session, name: str, since: datetime) -> li
     """When ``name``'s failed sign-ins since ``since`` happened, oldest first (in UTC)."""
     stmt = (select(SignInFailure.failed_at).where(SignInFailure.name == name, SignInFailure.failed_at >= since)
             .order_by(SignInFailure.failed_at))
-    return [t if t.tzinfo else t.replace(tzinfo=UTC) for t in session.exec(stmt)]
+    return list(session.exec(stmt))
 
 
 def add_signin_failure(*, session: Session, name: str, at: datetime, keep_since: datetime) -> None:
@@ -133,7 +132,7 @@ def clear_signin_failures(*, session: Session, name: str) -> None:
 
 
 def save_draft(*, session: Session, draft: ReviewDraft) -> None:
-    draft.updated_at = _now()
+    draft.updated_at = utcnow()
     session.merge(draft)
     session.commit()
 

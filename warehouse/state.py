@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,10 +20,7 @@ from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, sele
 from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
 from warehouse.errors import StateError, first_line
 from warehouse.settings import redact_url
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+from warehouse.timestamps import UtcDateTime, utcnow
 
 
 class RoundBase(SQLModel):
@@ -32,8 +29,8 @@ class RoundBase(SQLModel):
     requested_episodes: int = 0
     seed: int = 0
     plan: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
-    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 class Round(RoundBase, table=True):
@@ -61,7 +58,7 @@ class Shard(SQLModel, table=True):
     path: str  # relative to the data directory
     rows: int
     checksum: str
-    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class PlanProposal(SQLModel, table=True):
@@ -74,7 +71,7 @@ class PlanProposal(SQLModel, table=True):
     __tablename__ = "plan_proposals"
     id: str = Field(primary_key=True)  # "next": there is one proposal at a time
     data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # what ``flywheel plan --json`` prints
-    computed_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    computed_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 WITHDRAWN = "withdrawn"  # a decision taken back (deleted in Label Studio): that vote stops counting
@@ -90,7 +87,7 @@ class ReviewBase(SQLModel):
     # with a first wrong step: True when the agent recovered (only that step is masked),
     # False when every later assistant turn is masked too (the default)
     recovered: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
-    decided_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    decided_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 class Review(ReviewBase, table=True):
@@ -334,7 +331,7 @@ class ModelReply(SQLModel, table=True):
     step_index: int = Field(primary_key=True)
     round_id: str = Field(index=True)
     reply: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 Place = tuple[str, int]  # (conversation key, step index): where a reply is journaled
@@ -398,7 +395,7 @@ class JudgeReply(SQLModel, table=True):
     round_id: str = Field(index=True)
     judge: str
     text: str = ""
-    created_at: datetime = Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
 def judge_reply(*, session: Session, key: str) -> str | None:
