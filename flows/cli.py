@@ -33,8 +33,18 @@ if not out.is_terminal:  # piped or captured: tables 160 wide, and a line is nev
     out = Console(width=160, soft_wrap=True)
 err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 400)
 
+
+
+def _config_file(value: str) -> Path:
+    """--config's value as a path; an empty one is refused (a Path of '' would read as '.')."""
+    if not value.strip():
+        raise typer.BadParameter("an empty path names no settings file")
+    return Path(value)
+
+
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="Settings file (default: ./flywheel.toml if present).")
+    Path | None, typer.Option("--config", "-c", parser=_config_file,
+                              help="Settings file (default: ./flywheel.toml if present).")
 ]
 DataDirOpt = Annotated[
     str | None, typer.Option("--data-dir", help="Data directory, or s3://bucket/prefix (default: ./flywheel-data or "

@@ -234,6 +234,14 @@ def test_status_with_hostile_paths_and_urls(tmp_path_factory, capsys, config, da
         os.chdir(Path(__file__).resolve().parents[1])
 
 
+def test_an_empty_config_path_is_refused_as_such(tmp_path, capsys):
+    """``--config ''`` names no file; it read as '.' ("cannot read config .: Is a directory")."""
+    for argv in (["status", "--config", ""], ["run", "-c", " ", "--data-dir", str(tmp_path / "d")]):
+        assert refused_cleanly(argv, capsys, tmp_path)
+        _, _, err = run_cli(argv, capsys)
+        assert "--config" in err and "empty path" in err and "config ." not in err, err
+
+
 def test_a_few_found_cases_through_the_real_command(world, tmp_path):
     """The regressions hypothesis found, as a user meets them: the installed ``flywheel``."""
     from tests.conftest import cli_env, flywheel
