@@ -88,10 +88,19 @@ _SPECS: dict[str, dict[str, TaskSpec]] = {}  # task-spec file -> task id -> spec
 def task_spec(path: str, task_id: str) -> TaskSpec:
     """The spec of ``task_id`` in the JSON Lines task-spec file ``path`` (an export writes it)."""
     if path not in _SPECS:
-        with open(path, encoding="utf-8") as fh:
-            specs = (TaskSpec.model_validate_json(line) for line in fh if line.strip())
-            _SPECS[path] = {t.task_id: t for t in specs}
-    return _SPECS[path][task_id]
+        try:
+            with open(path, encoding="utf-8") as fh:
+                specs = (TaskSpec.model_validate_json(line) for line in fh if line.strip())
+                _SPECS[path] = {t.task_id: t for t in specs}
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"verl task-spec file {path} not found: the tools and interaction YAML of an export name it by "
+                "the path it was written to; after moving the export, set config.task_specs in both to where "
+                "verl.task-specs.jsonl is now") from None
+    try:
+        return _SPECS[path][task_id]
+    except KeyError:
+        raise KeyError(f"task {task_id!r} is not in the verl task-spec file {path} (a row of another export?)") from None
 
 
 def calls_in(messages: list[dict[str, Any]]) -> list[tuple[str, Any]]:

@@ -119,3 +119,16 @@ def test_phone_tool_and_user_run_a_rollout_on_the_task_world(exported):
     reply, done, score, extra = asyncio.run(run())
     assert reply["ok"] == steps[0].feedback.ok and reply.get("data") == steps[0].feedback.result
     assert done is True and score == pytest.approx(outcome.progress) and extra["success"] == outcome.success
+
+
+def test_a_moved_export_says_which_path_to_set(exported, tmp_path):
+    """The YAMLs name the task-spec file by the path it was written to; moved, the tool says so."""
+    store, out, _ = exported
+    tool = yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"][0]
+    config, schema = tool["config"], tool["tool_schema"]
+    task = next(t for t, _, _ in _rollouts(store))
+    moved = {**config, "task_specs": str(tmp_path / "elsewhere" / "verl.task-specs.jsonl")}
+    with pytest.raises(FileNotFoundError, match="set config.task_specs in both"):
+        asyncio.run(PhoneTool(moved, schema).create(create_kwargs={"task_id": task.task_id}))
+    with pytest.raises(KeyError, match="not in the verl task-spec file"):
+        asyncio.run(PhoneTool(config, schema).create(create_kwargs={"task_id": "t-of-another-export"}))
