@@ -183,6 +183,12 @@ def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
     lea = _signed_in("lea")
     lea.sidebar.radio(key="nav").set_value("Adjudication").run()
     assert lea.button(key=f"adj-submit-{eid}")
+    # no decision is preselected: Settle pressed without one settles nothing
+    assert lea.selectbox(key=f"adj-decision-{eid}").value is None
+    lea.button(key=f"adj-submit-{eid}").click().run()
+    assert any(f"Choose a decision for {eid}" in e.value for e in lea.error)
+    with store.session() as s:
+        assert rt.adjudications(session=s) == {}
     lea.selectbox(key=f"adj-decision-{eid}").select("reject").run()
     lea.selectbox(key=f"adj-reason-{eid}").select("hallucination").run()
     lea.number_input(key=f"adj-step-{eid}").set_value(0).run()
@@ -234,6 +240,11 @@ def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(wo
     assert plan["edited"] is True
     assert lea.text_input(key="rel_version").value == "v0002"
     assert any("rel-0001" in c.value for c in lea.caption)  # the last release is shown beside the new one
+    # nothing approved since: the same episodes again, said before the lead approves
+    assert any("exactly the episodes of rel-0001" in w.value for w in lea.warning)
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[3], decision="approve")
+    lea.run()
+    assert not any("exactly the episodes" in w.value for w in lea.warning)
     # Every share at 0 is refused in place, and nothing is released.
     for fam in ("F01", "F02", "F03"):
         lea.number_input(key=f"plan-share-{fam}").set_value(0.0)

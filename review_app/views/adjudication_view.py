@@ -32,7 +32,8 @@ def render(ctx: Ctx, open_episode) -> None:
                     + (" (recovered)" if r.recovered else "")
                 )
             c = st.columns([2, 3, 3, 2, 2, 1, 1])
-            choice = c[0].selectbox("Decision", _CHOICES, key=f"adj-decision-{eid}")
+            # no default: a settlement is the lead's own choice, never a Settle pressed past an unread default
+            choice = c[0].selectbox("Decision", _CHOICES, index=None, placeholder="choose…", key=f"adj-decision-{eid}")
             code = c[1].selectbox(
                 "Reason", ["", *decisions.REJECT_REASONS], key=f"adj-reason-{eid}",
                 format_func=lambda k: decisions.REJECT_REASONS.get(k, "—"),
@@ -42,6 +43,9 @@ def render(ctx: Ctx, open_episode) -> None:
             recovered = c[4].checkbox("Recovered", key=f"adj-recovered-{eid}",
                                       help="the agent recovered after that step: mask only it, not the rest")
             if c[5].button("Settle", key=f"adj-submit-{eid}", type="primary"):
+                if choice is None:
+                    st.error(f"Choose a decision for {eid} before settling it.")
+                    continue
                 try:
                     decisions.adjudicate(
                         ctx.store, lead=ctx.user, round_id=row["round_id"], episode_id=eid,

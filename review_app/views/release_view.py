@@ -36,6 +36,11 @@ def render(ctx: Ctx) -> None:
             st.session_state["rel_version"] = f"v{(last.number + 1) if last else 1:04d}"
         version = st.text_input("Dataset version", key="rel_version")
         st.table(_summary_frame(cand))
+        st.caption("Approved counts every episode people approved. An export of the release leaves out the "
+                   "held-out challenge split and exact duplicates, and its manifest says how many.")
+        if last is not None and last.episodes_digest == cand["digest"]:
+            st.warning(f"This release would hold exactly the episodes of {last.id} ({last.dataset_version}): "
+                       "nothing was approved since. Approving it adds a version with the same data.")
     with old:
         st.markdown("**Last release**")
         if last is None:
