@@ -88,10 +88,14 @@ def probe_user(settings: Settings) -> None:
     if not settings.user.enabled:
         return
     model, key = user_checked(settings)
-    from generators.models import probe_endpoint
+    from generators.models import EndpointRefused, probe_endpoint
 
-    probe_endpoint(base_url=settings.user.base_url, api_key=key, model=model,
-                   timeout_s=min(settings.openai.timeout_s, 15.0))
+    try:
+        probe_endpoint(base_url=settings.user.base_url, api_key=key, model=model,
+                       timeout_s=min(settings.openai.timeout_s, 15.0),
+                       setting="user.base_url or FLYWHEEL_USER__BASE_URL")
+    except EndpointRefused as exc:
+        raise EndpointRefused(f"the model user: {exc}") from None
 
 
 def make_model_user(settings: Settings, store: Store, round_id: str, *, workers: int = 1) -> ModelUser:

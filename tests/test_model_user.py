@@ -162,6 +162,23 @@ def test_the_user_section_defaults_to_the_scripted_user_and_says_what_is_missing
     with pytest.raises(ConfigError, match="FLYWHEEL_USER__API_KEY"):
         user_checked(load_settings(user={"base_url": "https://api.example.com/v1", "model": "m"}))
     assert user_checked(load_settings(user={"base_url": "http://127.0.0.1:9/v1", "model": "m"})) == ("m", "not-needed")
+    # an unreachable model user names its own setting, not the planner's --base-url
+    from flows.model_setup import probe_user
+    from generators.models import EndpointRefused
+    from tests.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with pytest.raises(EndpointRefused) as said:
+        probe_user(load_settings(user={"base_url": url, "model": "m"}))
+    assert str(said.value) == f"the model user: cannot reach the model endpoint {url} (check user.base_url or " \
+                              "FLYWHEEL_USER__BASE_URL)"
+    # a URL that is none is refused where settings load; an empty one is the scripted user
+    monkeypatch.setenv("FLYWHEEL_USER__BASE_URL", "localhost:8000/v1")
+    with pytest.raises(ConfigError, match=r"^FLYWHEEL_USER__BASE_URL: user.base_url: not an http\(s\) URL: "
+                                          r"'localhost:8000/v1' \(e.g. http://127.0.0.1:8000/v1\)$"):
+        load_settings()
+    monkeypatch.delenv("FLYWHEEL_USER__BASE_URL")
+    assert not load_settings(user={"base_url": "", "model": "m"}).user.enabled
 
 
 def _journaled_user_answers(store) -> set[tuple[str, int]]:

@@ -100,3 +100,21 @@ def test_an_s3_data_dir_and_its_settings(tmp_path, monkeypatch):
             load_settings(data_dir=bad)
     with pytest.raises(ConfigError, match="not an http"):
         load_settings(s3={"endpoint_url": "minio:9000"})
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("localhost:8000/v1", "not an http(s) URL: 'localhost:8000/v1'"),  # the scheme forgotten
+    ("ftp://127.0.0.1/v1", "not an http(s) URL"),
+    ("http://127.0.0.1:99999/v1", "not a valid port in 'http://127.0.0.1:99999/v1'"),
+    ("", "empty: leave it unset to use the OpenAI API"),  # not the hosted API by accident
+])
+def test_a_model_endpoint_url_that_is_none_is_refused_where_settings_load(tmp_path, monkeypatch, url, says):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as said:
+        load_settings(openai={"base_url": url})
+    assert str(said.value).startswith(f"--base-url: openai.base_url: {says}"), said.value
+    (tmp_path / "flywheel.toml").write_text(f'[curation]\njudge_base_url = "{url}"\n')
+    with pytest.raises(ConfigError, match="curation.judge_base_url: " + says.replace("(", r"\(").replace(")", r"\)")):
+        load_settings()
+    (tmp_path / "flywheel.toml").unlink()
+    assert load_settings(openai={"base_url": "https://api.example.com/v1"}).openai.base_url == "https://api.example.com/v1"

@@ -30,6 +30,27 @@ from warehouse.errors import ConfigError, one_line
 DEFAULT_CONFIG = Path("flywheel.toml")
 
 
+def http_url(url: str) -> str:
+    """``url`` if it is an http(s) URL with a host and a valid port, else ValueError saying which."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"not an http(s) URL: {one_line(url, 80)!r} (e.g. http://127.0.0.1:8000/v1)")
+    try:
+        parsed.port
+    except ValueError:
+        raise ValueError(f"not a valid port in {one_line(url, 80)!r}") from None
+    return url
+
+
+def _endpoint_url(url: str | None) -> str | None:
+    """A model endpoint's base URL: unset, or an http(s) URL (an empty one is refused: unset it)."""
+    if url is None:
+        return None
+    if not url.strip():
+        raise ValueError("empty: leave it unset to use the OpenAI API")
+    return http_url(url)
+
+
 class _Section(BaseModel):
     """A settings section: a misspelt key is an error, not silently ignored."""
 
@@ -94,6 +115,8 @@ class CurationSettings(_Section):
     judge_api_key: SecretStr = SecretStr("none")  # FLYWHEEL_CURATION__JUDGE_API_KEY; never shown
     judge_k: int = Field(3, ge=1, le=9)
 
+    _judge_url = field_validator("judge_base_url")(_endpoint_url)
+
 
 class ModelPrice(_Section):
     """What a model costs, in dollars per million tokens."""
@@ -128,6 +151,8 @@ class OpenAISettings(_Section):
     writer_rounds: int = Field(3, ge=1, le=10)  # tries of the model writer before the template wording
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # model -> price
 
+    _base_url = field_validator("base_url")(_endpoint_url)
+
     def checked_key(self) -> str:
         """The API key to send; ConfigError for a placeholder, or for no key with a remote endpoint.
 
@@ -154,6 +179,11 @@ class UserSettings(_Section):
     model: str | None = None
     api_key: SecretStr | None = None  # FLYWHEEL_USER__API_KEY; never shown
     max_tokens: int = Field(96, ge=1, le=4096)  # an answer is one short sentence
+
+    @field_validator("base_url")
+    @classmethod
+    def _user_url(cls, url: str | None) -> str | None:
+        return None if url is None or not url.strip() else http_url(url)  # empty: the scripted user
 
     @property
     def enabled(self) -> bool:
@@ -213,12 +243,7 @@ class S3Settings(_Section):
     @field_validator("endpoint_url")
     @classmethod
     def _endpoint_is_http(cls, url: str | None) -> str | None:
-        if url is None:
-            return None
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"not an http(s) URL: {one_line(url, 80)!r}")
-        return url.rstrip("/")
+        return None if url is None else http_url(url).rstrip("/")
 
     def checked_keys(self) -> tuple[str, str]:
         """(access key, secret key) to sign requests with; ConfigError (never naming a key) if unset."""
@@ -360,12 +385,17 @@ def _env_values() -> dict[str, Any]:
         err = exc.errors()[0]
         path = _setting_path(err.get("loc", ()))
         raise ConfigError(f"{_variable(path) or 'FLYWHEEL_*'}: {'.'.join(path) or '?'}: "
-                          f"{err.get('msg', 'invalid value')}") from None
+                          f"{_message(err)}") from None
     except SettingsError as exc:
         field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
         names = sorted(k for k in os.environ if k.upper().startswith(f"FLYWHEEL_{field.upper()}")) or ["FLYWHEEL_*"]
         raise ConfigError(f"{', '.join(names)}: not a valid value for {field or 'a setting'} (a list or a table "
                           "in a variable is JSON, e.g. FLYWHEEL_ROUND__FAMILIES='[\"F01\", \"F02\"]')") from None
+
+
+def _message(err: dict[str, Any]) -> str:
+    """A validation error's message, without pydantic's "Value error, " before our own words."""
+    return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
 
 
 def config_in_use(config: Path | None = None) -> Path | None:
@@ -400,7 +430,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         err = exc.errors()[0]
         path = _setting_path(err.get("loc", ()))
         given = _given_by(path, {k: v for k, v in overrides.items() if v is not None}, env_values, source)
-        raise ConfigError(f"{given}: {'.'.join(path) or '?'}: {err.get('msg', 'invalid value')}") from exc
+        raise ConfigError(f"{given}: {'.'.join(path) or '?'}: {_message(err)}") from exc
 
 
 def _setting_path(loc: tuple) -> list[str]:

@@ -197,14 +197,14 @@ def reply_from_body(body: Any, latency_ms: float) -> ChatReply:
     )
 
 
-async def _probe(endpoint: OpenAIEndpoint) -> None:
+async def _probe(endpoint: OpenAIEndpoint, setting: str) -> None:
     where = endpoint.base_url or "the OpenAI API"
     try:
         models = await endpoint.list_models()
     except openai.APITimeoutError as exc:
         raise EndpointRefused(f"model endpoint {where} did not answer in time") from exc
     except openai.APIConnectionError as exc:
-        raise EndpointRefused(f"cannot reach the model endpoint {where} (check --base-url)") from exc
+        raise EndpointRefused(f"cannot reach the model endpoint {where} (check {setting})") from exc
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
         raise EndpointRefused(f"model endpoint {where} refused the API key ({exc.status_code})") from exc
     except openai.NotFoundError as exc:
@@ -220,9 +220,12 @@ async def _probe(endpoint: OpenAIEndpoint) -> None:
         raise EndpointRefused(f"model {endpoint.model!r} is not served by {where} (it serves: {shown or 'nothing'})")
 
 
-def probe_endpoint(*, base_url: str | None, api_key: str, model: str, timeout_s: float = 15.0) -> None:
+def probe_endpoint(*, base_url: str | None, api_key: str, model: str, timeout_s: float = 15.0,
+                   setting: str = "--base-url") -> None:
     """Check before any work starts that the endpoint answers, takes the key and serves the model.
 
-    Raises EndpointRefused with one line saying which of the three is wrong.
+    Raises EndpointRefused with one line saying which of the three is wrong (``setting``: where the URL
+    is set, named when it cannot be reached).
     """
-    asyncio.run(_probe(OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=timeout_s)))
+    asyncio.run(_probe(OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=timeout_s),
+                       setting))
