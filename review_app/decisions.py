@@ -2,11 +2,15 @@
 
 A decision is appended (never updated): the latest decision of each reviewer on an
 episode is theirs; two reviewers on the same episode are both kept and the overlap
-rules (review_app.agreement) decide what counts. A reason is stored as ``code`` or
-``code: free text``; rejections need a code from :data:`REJECT_REASONS`.
+rules (review_app.agreement) decide what counts. The same decision saved again within
+:data:`REPEAT_WINDOW` (a double click, a replayed button) is the one already recorded.
+A reason is stored as ``code`` or ``code: free text``; rejections need a code from
+:data:`REJECT_REASONS`.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from sqlmodel import select
 
@@ -30,6 +34,19 @@ REJECT_REASONS: dict[str, str] = {
     "task_broken": "The task itself is broken or ambiguous",
     "other": "Other (say why)",
 }
+
+
+REPEAT_WINDOW = timedelta(seconds=10)  # the same decision again within this is one decision, not two
+
+
+def is_repeat(last: state.Review | None, new: state.Review, window: timedelta = REPEAT_WINDOW) -> bool:
+    """True when ``new`` says exactly what ``last`` (the same reviewer's latest decision on the
+    episode) said, less than ``window`` after it: one decision, not two."""
+    if last is None:
+        return False
+    said = (last.round_id, last.decision, last.reason, last.first_wrong_step, bool(last.recovered))
+    again = (new.round_id, new.decision, new.reason, new.first_wrong_step, bool(new.recovered))
+    return said == again and timedelta(0) <= new.decided_at - last.decided_at < window
 
 
 def format_reason(code: str, text: str) -> str:
@@ -90,7 +107,8 @@ def record_decision(
     first_wrong_step: int | None = None,
     recovered: bool = False,
 ) -> state.Review:
-    """Save one decision by a reviewer with an account, and drop their draft.
+    """Save one decision by a reviewer with an account, and drop their draft. The same
+    decision again within :data:`REPEAT_WINDOW` adds nothing: the one recorded is returned.
 
     ``recovered`` (with a first wrong step): the agent recovered after it, so only that
     step is kept out of the loss; otherwise it and every later assistant turn are. A
@@ -108,7 +126,8 @@ def record_decision(
         recovered=bool(recovered and first_wrong_step is not None),
     )
     with store.session() as s:
-        saved = state.add_review(session=s, review=review)
+        last = state.latest_review(session=s, episode_id=episode_id, reviewer=user.name)
+        saved = last if is_repeat(last, review) else state.add_review(session=s, review=review)
         rt.delete_draft(session=s, episode_id=episode_id, reviewer=user.name)
     return saved
 
