@@ -305,3 +305,19 @@ def test_the_app_reads_the_config_file_flywheel_review_passes(world, tmp_path, m
     monkeypatch.setattr(sys, "argv", ["app.py"])
     opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
     assert eid not in opened  # without the file one reviewer decides it
+
+
+def test_next_episode_skips_forward_through_the_whole_queue(world):
+    """``n`` without a decision: each press opens the episode after the current one; at the end
+    the queue starts again, and the reviewer is told."""
+    at = _signed_in("ann")
+    order = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
+    assert len(order) == 6
+    seen = []
+    for _ in range(7):
+        at.button(key="kb_next").click().run()
+        assert not at_errors(at)
+        seen.append(at.session_state["episode_id"])
+    assert seen == [*order, order[0]]
+    assert any("end of the queue" in i.value for i in at.info)
+

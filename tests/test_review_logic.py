@@ -261,3 +261,27 @@ def test_the_same_decision_twice_in_a_moment_is_recorded_once(tmp_path, state_ur
     assert not decisions.is_repeat(last, state.Review(**{**same.model_dump(), "first_wrong_step": 0}))
     assert not decisions.is_repeat(None, same)
 
+
+def test_next_episode_walks_the_whole_queue_and_wraps_at_its_end(tmp_path):
+    """Skipping without deciding moves forward through the queue, not between its first two."""
+    store = Store(tmp_path / "d")
+    make_round(store, n_tasks=5)
+    make_accounts(store)
+    ann = accounts.User("ann", "reviewer")
+    flt = queue.QueueFilter()
+    order = [r["episode_id"] for r in queue.queue_page(store, ann, flt, limit=10).rows]
+    assert len(order) == 5
+    walked, at = [], None
+    for _ in range(6):
+        nxt = queue.next_episode(store, ann, flt, at)
+        walked.append((nxt.episode_id, nxt.wrapped))
+        assert nxt.round_id == "r0001"
+        at = nxt.episode_id
+    assert walked == [(e, False) for e in order] + [(order[0], True)]
+    # a decided episode leaves the "to review" queue: next is still the one after it
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=order[2], decision="approve")
+    assert queue.next_episode(store, ann, flt, order[2]).episode_id == order[3]
+    # only the current episode left: nowhere to go
+    only = queue.QueueFilter(status="reviewed by me")
+    assert queue.next_episode(store, ann, only, order[2]) is None
+    assert queue.next_episode(store, ann, only, None).episode_id == order[2]

@@ -82,6 +82,8 @@ def render(ctx: Ctx, next_episode) -> None:
         st.success(ss.pop("flash"), icon=":material/check_circle:")
     if ss.get("flash_error"):
         st.error(ss.pop("flash_error"))
+    if ss.get("flash_note"):
+        st.info(ss.pop("flash_note"))
 
     ep, out = view.episode, view.outcome
     verdict = (":green[verified]" if out and out.success else ":orange[outcome unknown (no reward)]"

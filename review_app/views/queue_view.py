@@ -58,6 +58,8 @@ def _label(container, text: str) -> None:
 def render(ctx: Ctx, open_episode) -> None:
     sidebar_filters(ctx)
     flt = current_filter(ctx)
+    if note := st.session_state.pop("flash_note", None):
+        st.info(note)
     page_no = st.session_state.get("q_page", 1)
     page = queue.queue_page(ctx.store, ctx.user, flt, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, overlap=ctx.overlap)
     pages = max(1, (page.total + PAGE_SIZE - 1) // PAGE_SIZE)
