@@ -321,3 +321,19 @@ def test_next_episode_skips_forward_through_the_whole_queue(world):
     assert seen == [*order, order[0]]
     assert any("end of the queue" in i.value for i in at.info)
 
+def test_the_queue_page_is_clamped_before_its_rows_are_read(world, monkeypatch):
+    """On page 2, a filter that leaves one page shows that page's rows, not 'Nothing to review'."""
+    from review_app.views import queue_view
+
+    store, _ = world
+    monkeypatch.setattr(queue_view, "PAGE_SIZE", 4)
+    at = _signed_in("ann")
+    at.number_input(key="q_page").set_value(2).run()
+    assert len([b for b in at.button if b.key and b.key.startswith("open-")]) == 2  # 6 episodes, 4 a page
+    at.sidebar.multiselect(key="f_family").select("F02").run()
+    f02 = {e for (e,) in store.duck().execute("SELECT episode_id FROM episodes WHERE family = 'F02'").fetchall()}
+    assert len(f02) == 3
+    assert {b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")} == f02
+    assert not any("Nothing to review" in i.value for i in at.info)
+    assert at.number_input(key="q_page").value == 1
+    assert any(c.value.startswith("page 1 of 1") for c in at.caption)
