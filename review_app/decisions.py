@@ -49,6 +49,21 @@ def is_repeat(last: state.Review | None, new: state.Review, window: timedelta = 
     return said == again and timedelta(0) <= new.decided_at - last.decided_at < window
 
 
+class ReasonNeeded(InputError):
+    """A decision that needs a reason it lacks: a rejection without one, or ``other`` without
+    words. ``str()`` names the codes, as ``flywheel decide --reason`` takes them; :attr:`in_labels`
+    says the same with the labels the app's Reason list shows."""
+
+    def __init__(self, message: str, in_labels: str) -> None:
+        super().__init__(message)
+        self.in_labels = in_labels
+
+
+def as_shown_in_app(exc: Exception) -> str:
+    """An error about a decision as the app says it: reasons by their labels, not their codes."""
+    return exc.in_labels if isinstance(exc, ReasonNeeded) else str(exc)
+
+
 def format_reason(code: str, text: str) -> str:
     text = text.strip()
     return f"{code}: {text}" if code and text else (code or text)
@@ -66,9 +81,12 @@ def check_decision(
     if reason_code and reason_code not in REJECT_REASONS:
         raise InputError(f"unknown reason {reason_code!r} (one of {', '.join(REJECT_REASONS)})")
     if decision == "reject" and not reason_code:
-        raise InputError(f"a rejection needs a reason (one of {', '.join(REJECT_REASONS)})")
+        labels = "; ".join(f"\"{label}\"" for label in REJECT_REASONS.values())
+        raise ReasonNeeded(f"a rejection needs a reason (one of {', '.join(REJECT_REASONS)})",
+                           f"A rejection needs a reason: choose one under Reason ({labels}).")
     if reason_code == "other" and not reason_text.strip():
-        raise InputError("reason 'other' needs a few words of free text")
+        raise ReasonNeeded("reason 'other' needs a few words of free text",
+                           f"The reason \"{REJECT_REASONS['other']}\" needs a few words under Notes.")
     if recovered and first_wrong_step is None:
         raise InputError("'recovered' needs a first wrong step to recover from")
     if first_wrong_step is not None:

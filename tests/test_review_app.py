@@ -90,7 +90,10 @@ def test_decisions_are_saved_at_once_with_who_and_when_and_leave_the_queue(world
     at.button(key="kb_next").click().run()
     eid = at.session_state["episode_id"]
     at.button(key="kb_reject").click().run()
-    assert any("needs a reason" in e.value for e in at.error)
+    # the error names the reasons as the Reason list shows them, not by their codes
+    [error] = [e.value for e in at.error]
+    assert "needs a reason" in error and decisions.REJECT_REASONS["wrong_result"] in error, error
+    assert "wrong_result" not in error
     assert _reviews(store) == []
     at.selectbox(key="d_reason").select("wrong_result").run()
     at.text_input(key="d_text").input("deleted the wrong contact").run()
@@ -119,6 +122,12 @@ def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draf
     at.button(key="kb_step_prev").click().run()
     assert at.session_state["step"] == 1
     at.button(key="kb_mark_error").click().run()
+    # the navigator counts steps as the step panel and the first wrong step do: from 0
+    n = store.duck().execute("SELECT steps FROM outcomes WHERE episode_id = ?", [long_ep]).fetchone()[0]
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith(f"step 1 of steps 0–{n - 1} ·") for c in captions), captions
+    assert "First wrong step: **1**" in captions
+    assert any(m.value.startswith("**Step 1**") for m in at.markdown)
     # The browser closes before a decision: the draft is in the state database.
     with store.session() as s:
         draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
@@ -320,6 +329,7 @@ def test_next_episode_skips_forward_through_the_whole_queue(world):
         seen.append(at.session_state["episode_id"])
     assert seen == [*order, order[0]]
     assert any("end of the queue" in i.value for i in at.info)
+
 
 def test_the_queue_page_is_clamped_before_its_rows_are_read(world, monkeypatch):
     """On page 2, a filter that leaves one page shows that page's rows, not 'Nothing to review'."""

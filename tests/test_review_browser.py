@@ -102,11 +102,11 @@ def test_keyboard_review_in_chromium(review_server):
             eid = routed[1]
             n_steps = con.execute("SELECT steps FROM outcomes WHERE episode_id = ?", [eid]).fetchone()[0]
             assert n_steps >= 2
-            expect(page.get_by_text(f"step 1 of {n_steps}", exact=False)).to_be_visible()
+            expect(page.get_by_text(f"step 0 of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
             target = min(2, n_steps - 1)
             for i in range(target):
                 page.locator("body").press("j")
-                expect(page.get_by_text(f"step {i + 2} of {n_steps}", exact=False)).to_be_visible()
+                expect(page.get_by_text(f"step {i + 1} of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
             page.locator("body").press("e")
             expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
             expect(page.get_by_text("Loss: none from the first wrong step on")).to_be_visible()
@@ -168,12 +168,12 @@ def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversat
             expect(chat.nth(1)).to_contain_text("Which one?")
             # the current step (0) is the failed lookup: open, and its error shown in red
             expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
-            expect(page.get_by_text("step 1 of 6", exact=False)).to_be_visible()
+            expect(page.get_by_text("step 0 of steps 0–5", exact=False)).to_be_visible()
             page.locator("body").press("e")
             expect(page.get_by_text("First wrong step: 0")).to_be_visible()
             expect(chat.nth(1)).to_contain_text("first error")
             page.locator("body").press("j")
-            expect(page.get_by_text("step 2 of 6", exact=False)).to_be_visible()
+            expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
             expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
             page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
             page.locator("body").press("a")
