@@ -29,6 +29,8 @@ def streamlit_command(settings: Settings, port: int, config: Path | None = None,
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--global.showWarningOnDirectExecution", "false",
+        # no Deploy button, and no menu with Rerun and Clear cache: reviewers review, they do not develop
+        "--client.toolbarMode", "minimal",
         "--logger.level", "error",
         "--", "--data-dir", settings.data_location(),
     ]

@@ -85,12 +85,14 @@ def main() -> None:
         st.session_state.pop("loaded_for", None)
 
     def next_episode(after: str | None) -> None:
-        eid = queue.next_episode(store, user, queue_view.current_filter(ctx), after, ctx.overlap)
-        if eid is None:
-            st.session_state["flash"] = "The queue is empty under these filters."
+        nxt = queue.next_episode(store, user, queue_view.current_filter(ctx), after, ctx.overlap)
+        if nxt is None:
+            st.session_state["flash_note"] = "No other episode in the queue under these filters."
             st.session_state["nav_to"] = "Queue"
             st.rerun()
-        _open_episode(eid, None)
+        if nxt.wrapped:
+            st.session_state["flash_note"] = "That was the end of the queue: back to its first episode."
+        _open_episode(nxt.episode_id, nxt.round_id)
 
     try:
         if page == "Queue":

@@ -2,11 +2,15 @@
 
 A decision is appended (never updated): the latest decision of each reviewer on an
 episode is theirs; two reviewers on the same episode are both kept and the overlap
-rules (review_app.agreement) decide what counts. A reason is stored as ``code`` or
-``code: free text``; rejections need a code from :data:`REJECT_REASONS`.
+rules (review_app.agreement) decide what counts. The same decision saved again within
+:data:`REPEAT_WINDOW` (a double click, a replayed button) is the one already recorded.
+A reason is stored as ``code`` or ``code: free text``; rejections need a code from
+:data:`REJECT_REASONS`.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from sqlmodel import select
 
@@ -32,6 +36,34 @@ REJECT_REASONS: dict[str, str] = {
 }
 
 
+REPEAT_WINDOW = timedelta(seconds=10)  # the same decision again within this is one decision, not two
+
+
+def is_repeat(last: state.Review | None, new: state.Review, window: timedelta = REPEAT_WINDOW) -> bool:
+    """True when ``new`` says exactly what ``last`` (the same reviewer's latest decision on the
+    episode) said, less than ``window`` after it: one decision, not two."""
+    if last is None:
+        return False
+    said = (last.round_id, last.decision, last.reason, last.first_wrong_step, bool(last.recovered))
+    again = (new.round_id, new.decision, new.reason, new.first_wrong_step, bool(new.recovered))
+    return said == again and timedelta(0) <= new.decided_at - last.decided_at < window
+
+
+class ReasonNeeded(InputError):
+    """A decision that needs a reason it lacks: a rejection without one, or ``other`` without
+    words. ``str()`` names the codes, as ``flywheel decide --reason`` takes them; :attr:`in_labels`
+    says the same with the labels the app's Reason list shows."""
+
+    def __init__(self, message: str, in_labels: str) -> None:
+        super().__init__(message)
+        self.in_labels = in_labels
+
+
+def as_shown_in_app(exc: Exception) -> str:
+    """An error about a decision as the app says it: reasons by their labels, not their codes."""
+    return exc.in_labels if isinstance(exc, ReasonNeeded) else str(exc)
+
+
 def format_reason(code: str, text: str) -> str:
     text = text.strip()
     return f"{code}: {text}" if code and text else (code or text)
@@ -49,9 +81,12 @@ def check_decision(
     if reason_code and reason_code not in REJECT_REASONS:
         raise InputError(f"unknown reason {reason_code!r} (one of {', '.join(REJECT_REASONS)})")
     if decision == "reject" and not reason_code:
-        raise InputError(f"a rejection needs a reason (one of {', '.join(REJECT_REASONS)})")
+        labels = "; ".join(f"\"{label}\"" for label in REJECT_REASONS.values())
+        raise ReasonNeeded(f"a rejection needs a reason (one of {', '.join(REJECT_REASONS)})",
+                           f"A rejection needs a reason: choose one under Reason ({labels}).")
     if reason_code == "other" and not reason_text.strip():
-        raise InputError("reason 'other' needs a few words of free text")
+        raise ReasonNeeded("reason 'other' needs a few words of free text",
+                           f"The reason \"{REJECT_REASONS['other']}\" needs a few words under Notes.")
     if recovered and first_wrong_step is None:
         raise InputError("'recovered' needs a first wrong step to recover from")
     if first_wrong_step is not None:
@@ -90,7 +125,8 @@ def record_decision(
     first_wrong_step: int | None = None,
     recovered: bool = False,
 ) -> state.Review:
-    """Save one decision by a reviewer with an account, and drop their draft.
+    """Save one decision by a reviewer with an account, and drop their draft. The same
+    decision again within :data:`REPEAT_WINDOW` adds nothing: the one recorded is returned.
 
     ``recovered`` (with a first wrong step): the agent recovered after it, so only that
     step is kept out of the loss; otherwise it and every later assistant turn are. A
@@ -108,7 +144,8 @@ def record_decision(
         recovered=bool(recovered and first_wrong_step is not None),
     )
     with store.session() as s:
-        saved = state.add_review(session=s, review=review)
+        last = state.latest_review(session=s, episode_id=episode_id, reviewer=user.name)
+        saved = last if is_repeat(last, review) else state.add_review(session=s, review=review)
         rt.delete_draft(session=s, episode_id=episode_id, reviewer=user.name)
     return saved
 

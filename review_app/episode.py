@@ -18,6 +18,12 @@ REFERENCE_NOTE = ("Reference demonstration: the family's reference solution foll
                   "paired with the model's attempts nor counted as the model's success.")
 
 
+def step_position(step: int, n: int) -> str:
+    """Where the step cursor is, counted from 0 as everything else counts steps: the step table,
+    the step panel, the first wrong step, exports and ``flywheel decide --first-wrong-step``."""
+    return f"step {step} of steps 0–{n - 1}" if n else "no steps"
+
+
 def is_reference(episode: Episode) -> bool:
     """Whether the episode is a reference demonstration (see REFERENCE_NOTE)."""
     return episode.policy == REFERENCE_POLICY

@@ -44,6 +44,11 @@ class QueueFilter:
     status: str = "to review"
 
 
+_ROUTED_CTE = f"routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})"
+# the queue's order is (_RANK, episode id): routed first, then failures, then the rest
+_RANK = "CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END"
+
+
 @dataclass
 class QueuePage:
     rows: list[dict[str, Any]]
@@ -51,15 +56,8 @@ class QueuePage:
     offset: int
 
 
-def queue_page(
-    store: Store, user: User, flt: QueueFilter, *, limit: int = 25, offset: int = 0, overlap: Overlap | None = None
-) -> QueuePage:
-    """One page of the queue for ``user`` under ``flt``."""
-    if flt.status not in STATUS_FILTERS:
-        raise ValueError(f"unknown status filter {flt.status!r}")
-    if any("\x00" in r for r in flt.round_ids):  # no round has such an id (and PostgreSQL refuses one)
-        return QueuePage([], 0, offset)
-    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+def _conditions(flt: QueueFilter, user: User) -> tuple[str, list[str], list[Any]]:
+    """The joins, WHERE conditions and their parameters of ``flt`` over the queue's row."""
     where = [STATUS_FILTERS[flt.status]]
     params: list[Any] = [user.name] if "?" in STATUS_FILTERS[flt.status] else []
     if flt.families:
@@ -76,9 +74,22 @@ def queue_page(
     if flt.marks:
         where.append("e.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
         params.append(flt.marks)
+    return joins, where, params
+
+
+def queue_page(
+    store: Store, user: User, flt: QueueFilter, *, limit: int = 25, offset: int = 0, overlap: Overlap | None = None
+) -> QueuePage:
+    """One page of the queue for ``user`` under ``flt``."""
+    if flt.status not in STATUS_FILTERS:
+        raise ValueError(f"unknown status filter {flt.status!r}")
+    if any("\x00" in r for r in flt.round_ids):  # no round has such an id (and PostgreSQL refuses one)
+        return QueuePage([], 0, offset)
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    joins, where, params = _conditions(flt, user)
     # Only narrow columns go through the sort; the page's text and marks are fetched after.
     sql = f"""
-        WITH routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})
+        WITH {_ROUTED_CTE}
         SELECT e.episode_id, e.round_id, e.family, e.policy, o.success, o.progress, o.steps,
                coalesce(r.routed, false) AS routed,
                coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
@@ -89,7 +100,7 @@ def queue_page(
         LEFT JOIN status s USING (episode_id)
         {joins}
         WHERE {' AND '.join(where)}
-        ORDER BY CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END, e.episode_id
+        ORDER BY {_RANK}, e.episode_id
         LIMIT ? OFFSET ?
     """
     cols = ["episode_id", "round_id", "family", "policy", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
@@ -119,13 +130,50 @@ def _count_beyond(con, sql: str, params: list[Any], offset: int) -> int:
     return row[-1] if row else 0
 
 
-def next_episode(store: Store, user: User, flt: QueueFilter, after: str | None, overlap: Overlap | None = None) -> str | None:
-    """The first episode of the queue other than ``after`` (the one just decided)."""
-    page = queue_page(store, user, flt, limit=2, offset=0, overlap=overlap)
-    for row in page.rows:
-        if row["episode_id"] != after:
-            return row["episode_id"]
-    return None
+@dataclass(frozen=True)
+class NextEpisode:
+    """Where "next episode" goes: the episode, and whether the queue wrapped to its start to find it."""
+
+    episode_id: str
+    round_id: str
+    wrapped: bool
+
+
+def next_episode(
+    store: Store, user: User, flt: QueueFilter, after: str | None, overlap: Overlap | None = None
+) -> NextEpisode | None:
+    """The episode after ``after`` in the queue's order under ``flt``, so a reviewer who skips
+    walks the whole queue; past the end, the first one again (``wrapped``). ``after`` need not be
+    in the queue any more (it was just decided, or the filters changed): its place in the order
+    is still known. None when the queue holds nothing but ``after``."""
+    if flt.status not in STATUS_FILTERS:
+        raise ValueError(f"unknown status filter {flt.status!r}")
+    if any("\x00" in r for r in flt.round_ids):
+        return None
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    joins, where, params = _conditions(flt, user)
+    ranked = f"""
+        SELECT e.episode_id, e.round_id, {_RANK} AS rank
+        FROM episodes e
+        JOIN outcomes o USING (episode_id)
+        LEFT JOIN routed r USING (episode_id)
+        LEFT JOIN status s USING (episode_id)
+        {{joins}}
+        {{where}}
+    """
+    sql = f"""
+        WITH {_ROUTED_CTE},
+        here AS (SELECT rank, episode_id FROM ({ranked.format(joins="", where="WHERE e.episode_id = ?")}) LIMIT 1),
+        q AS ({ranked.format(joins=joins, where="WHERE " + " AND ".join(where))})
+        SELECT q.episode_id, q.round_id,
+               here.rank IS NOT NULL AND (q.rank, q.episode_id) <= (here.rank, here.episode_id) AS wrapped
+        FROM q LEFT JOIN here ON TRUE
+        WHERE q.episode_id IS DISTINCT FROM ?
+        ORDER BY wrapped, q.rank, q.episode_id
+        LIMIT 1
+    """
+    row = con.execute(sql, [after, *params, after]).fetchone()
+    return NextEpisode(row[0], row[1], bool(row[2])) if row else None
 
 
 def filter_options(store: Store, round_ids: list[str] | None) -> dict[str, list[str]]:

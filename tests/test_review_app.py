@@ -90,7 +90,10 @@ def test_decisions_are_saved_at_once_with_who_and_when_and_leave_the_queue(world
     at.button(key="kb_next").click().run()
     eid = at.session_state["episode_id"]
     at.button(key="kb_reject").click().run()
-    assert any("needs a reason" in e.value for e in at.error)
+    # the error names the reasons as the Reason list shows them, not by their codes
+    [error] = [e.value for e in at.error]
+    assert "needs a reason" in error and decisions.REJECT_REASONS["wrong_result"] in error, error
+    assert "wrong_result" not in error
     assert _reviews(store) == []
     at.selectbox(key="d_reason").select("wrong_result").run()
     at.text_input(key="d_text").input("deleted the wrong contact").run()
@@ -119,6 +122,12 @@ def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draf
     at.button(key="kb_step_prev").click().run()
     assert at.session_state["step"] == 1
     at.button(key="kb_mark_error").click().run()
+    # the navigator counts steps as the step panel and the first wrong step do: from 0
+    n = store.duck().execute("SELECT steps FROM outcomes WHERE episode_id = ?", [long_ep]).fetchone()[0]
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith(f"step 1 of steps 0–{n - 1} ·") for c in captions), captions
+    assert "First wrong step: **1**" in captions
+    assert any(m.value.startswith("**Step 1**") for m in at.markdown)
     # The browser closes before a decision: the draft is in the state database.
     with store.session() as s:
         draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
@@ -316,3 +325,36 @@ def test_the_app_reads_the_config_file_flywheel_review_passes(world, tmp_path, m
     monkeypatch.setattr(sys, "argv", ["app.py"])
     opened = [b.key.removeprefix("open-") for b in _signed_in("bob").button if b.key and b.key.startswith("open-")]
     assert eid not in opened  # without the file one reviewer decides it
+
+
+def test_next_episode_skips_forward_through_the_whole_queue(world):
+    """``n`` without a decision: each press opens the episode after the current one; at the end
+    the queue starts again, and the reviewer is told."""
+    at = _signed_in("ann")
+    order = [b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")]
+    assert len(order) == 6
+    seen = []
+    for _ in range(7):
+        at.button(key="kb_next").click().run()
+        assert not at_errors(at)
+        seen.append(at.session_state["episode_id"])
+    assert seen == [*order, order[0]]
+    assert any("end of the queue" in i.value for i in at.info)
+
+
+def test_the_queue_page_is_clamped_before_its_rows_are_read(world, monkeypatch):
+    """On page 2, a filter that leaves one page shows that page's rows, not 'Nothing to review'."""
+    from review_app.views import queue_view
+
+    store, _ = world
+    monkeypatch.setattr(queue_view, "PAGE_SIZE", 4)
+    at = _signed_in("ann")
+    at.number_input(key="q_page").set_value(2).run()
+    assert len([b for b in at.button if b.key and b.key.startswith("open-")]) == 2  # 6 episodes, 4 a page
+    at.sidebar.multiselect(key="f_family").select("F02").run()
+    f02 = {e for (e,) in store.duck().execute("SELECT episode_id FROM episodes WHERE family = 'F02'").fetchall()}
+    assert len(f02) == 3
+    assert {b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")} == f02
+    assert not any("Nothing to review" in i.value for i in at.info)
+    assert at.number_input(key="q_page").value == 1
+    assert any(c.value.startswith("page 1 of 1") for c in at.caption)

@@ -14,6 +14,7 @@ from sqlmodel import select
 
 from curation.routing import CHECK as ROUTING_CHECK
 from tests.conftest import ROOT, alive, cli_env, flywheel_executable, free_port, http_ok, wait_for
+from review_app import decisions
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import state
 from warehouse.store import Store
@@ -102,11 +103,11 @@ def test_keyboard_review_in_chromium(review_server):
             eid = routed[1]
             n_steps = con.execute("SELECT steps FROM outcomes WHERE episode_id = ?", [eid]).fetchone()[0]
             assert n_steps >= 2
-            expect(page.get_by_text(f"step 1 of {n_steps}", exact=False)).to_be_visible()
+            expect(page.get_by_text(f"step 0 of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
             target = min(2, n_steps - 1)
             for i in range(target):
                 page.locator("body").press("j")
-                expect(page.get_by_text(f"step {i + 2} of {n_steps}", exact=False)).to_be_visible()
+                expect(page.get_by_text(f"step {i + 1} of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
             page.locator("body").press("e")
             expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
             expect(page.get_by_text("Loss: none from the first wrong step on")).to_be_visible()
@@ -125,6 +126,61 @@ def test_keyboard_review_in_chromium(review_server):
         eid, "ann", "approve", target, True)
     assert (ARTIFACTS / "review-queue.png").stat().st_size > 10_000
     assert (ARTIFACTS / "review-episode.png").stat().st_size > 10_000
+
+
+def _sign_in(page, url: str) -> None:
+    page.goto(url)
+    page.get_by_role("textbox", name="Name").fill("ann")
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server):
+    """``e v a`` typed at once: ``v`` waits for the Recovered button ``e``'s rerun enables, ``a``
+    waits for ``v``; the decision is recovered. Streamlit's own hotkeys (``r`` reruns the app,
+    which replayed a reject) never see our keys, and the toolbar has no Rerun or Deploy."""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, store = review_server
+    con = store.duck()
+    routed = [e for (e,) in con.execute(
+        f"SELECT episode_id FROM marks WHERE \"check\" = '{ROUTING_CHECK}' AND NOT passed ORDER BY 1").fetchall()]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            expect.set_options(timeout=30_000)
+            _sign_in(page, url)
+            expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
+            expect(page.locator('[data-testid="stMainMenu"]')).to_have_count(0)  # toolbarMode minimal
+            expect(page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
+            # a listener where Streamlit's hotkeys listen (the document, bubbling): it must see none of ours
+            page.evaluate("() => { window.__leaked = []; "
+                          "document.addEventListener('keydown', (ev) => window.__leaked.push(ev.key)); }")
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+            page.locator("body").press("n")
+            page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+            expect(page.get_by_text(f"{routed[0]} · round r0001 ·", exact=False).first).to_be_visible()
+            expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
+            for key in "eva":  # as fast as a reviewer who knows the keys
+                page.keyboard.press(key)
+            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+            # the next one opens with a reason drafted; r rejects it, once
+            decisions.save_draft(store, reviewer="ann", round_id="r0001", episode_id=routed[1],
+                                 reason_code="wrong_result")
+            page.keyboard.press("n")
+            expect(page.get_by_text(f"{routed[1]} · round r0001 ·", exact=False).first).to_be_visible()
+            page.keyboard.press("r")
+            expect(page.get_by_text("Saved: reject by ann")).to_be_visible()
+            page.wait_for_timeout(1500)  # the replayed click came 0.6 s after the first
+            assert page.evaluate("() => window.__leaked") == []
+        finally:
+            browser.close()
+    with store.session() as s:
+        rows = [(r.episode_id, r.decision, r.first_wrong_step, r.recovered)
+                for r in s.exec(select(state.Review).order_by(state.Review.id))]
+    assert rows == [(routed[0], "approve", 0, True), (routed[1], "reject", None, False)]
 
 
 @pytest.fixture
@@ -168,12 +224,12 @@ def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversat
             expect(chat.nth(1)).to_contain_text("Which one?")
             # the current step (0) is the failed lookup: open, and its error shown in red
             expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
-            expect(page.get_by_text("step 1 of 6", exact=False)).to_be_visible()
+            expect(page.get_by_text("step 0 of steps 0–5", exact=False)).to_be_visible()
             page.locator("body").press("e")
             expect(page.get_by_text("First wrong step: 0")).to_be_visible()
             expect(chat.nth(1)).to_contain_text("first error")
             page.locator("body").press("j")
-            expect(page.get_by_text("step 2 of 6", exact=False)).to_be_visible()
+            expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
             expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
             page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
             page.locator("body").press("a")

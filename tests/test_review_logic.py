@@ -230,3 +230,58 @@ def test_recovered_is_kept_by_the_counting_decision_and_by_adjudication(tmp_path
                          first_wrong_step=0, recovered=True)
     final = final_decisions(store, None, ov)[c]
     assert (final.decision, final.first_wrong_step, final.recovered) == ("approve", 0, True)
+
+
+def test_the_same_decision_twice_in_a_moment_is_recorded_once(tmp_path, state_url):
+    """A double click, or Streamlit replaying the button in a second rerun, is one decision."""
+    from datetime import timedelta
+
+    from sqlmodel import select
+
+    from warehouse import state
+
+    store = Store(tmp_path / "d", state_url)
+    ids = make_round(store, n_tasks=2)
+    make_accounts(store)
+    kw = dict(round_id="r0001", episode_id=ids[0], decision="reject", reason_code="wrong_result", reason_text="no")
+    first = decisions.record_decision(store, reviewer="ann", **kw)
+    again = decisions.record_decision(store, reviewer="ann", **kw)
+    assert again.id == first.id and again.decided_at == first.decided_at
+    decisions.record_decision(store, reviewer="bob", **kw)  # another reviewer: another vote
+    decisions.record_decision(store, reviewer="ann", **{**kw, "reason_text": "no, really"})  # changed: a new row
+    with store.session() as s:
+        rows = [(r.reviewer, r.reason) for r in s.exec(select(state.Review).order_by(state.Review.id))]
+    assert rows == [("ann", "wrong_result: no"), ("bob", "wrong_result: no"), ("ann", "wrong_result: no, really")]
+    # the window: the same decision later on is recorded again (it says when it was confirmed)
+    last = state.Review(episode_id="e", round_id="r", reviewer="ann", decision="approve")
+    same = state.Review(episode_id="e", round_id="r", reviewer="ann", decision="approve",
+                        decided_at=last.decided_at + decisions.REPEAT_WINDOW - timedelta(milliseconds=1))
+    assert decisions.is_repeat(last, same)
+    assert not decisions.is_repeat(last, state.Review(**{**same.model_dump(), "decided_at": last.decided_at + decisions.REPEAT_WINDOW}))
+    assert not decisions.is_repeat(last, state.Review(**{**same.model_dump(), "first_wrong_step": 0}))
+    assert not decisions.is_repeat(None, same)
+
+
+def test_next_episode_walks_the_whole_queue_and_wraps_at_its_end(tmp_path):
+    """Skipping without deciding moves forward through the queue, not between its first two."""
+    store = Store(tmp_path / "d")
+    make_round(store, n_tasks=5)
+    make_accounts(store)
+    ann = accounts.User("ann", "reviewer")
+    flt = queue.QueueFilter()
+    order = [r["episode_id"] for r in queue.queue_page(store, ann, flt, limit=10).rows]
+    assert len(order) == 5
+    walked, at = [], None
+    for _ in range(6):
+        nxt = queue.next_episode(store, ann, flt, at)
+        walked.append((nxt.episode_id, nxt.wrapped))
+        assert nxt.round_id == "r0001"
+        at = nxt.episode_id
+    assert walked == [(e, False) for e in order] + [(order[0], True)]
+    # a decided episode leaves the "to review" queue: next is still the one after it
+    decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=order[2], decision="approve")
+    assert queue.next_episode(store, ann, flt, order[2]).episode_id == order[3]
+    # only the current episode left: nowhere to go
+    only = queue.QueueFilter(status="reviewed by me")
+    assert queue.next_episode(store, ann, only, order[2]) is None
+    assert queue.next_episode(store, ann, only, None).episode_id == order[2]

@@ -320,6 +320,13 @@ def add_review(*, session: Session, review: Review) -> Review:
     return review
 
 
+def latest_review(*, session: Session, episode_id: str, reviewer: str) -> Review | None:
+    """The reviewer's latest decision on the episode (the one that is theirs), or None."""
+    stmt = (select(Review).where(Review.episode_id == episode_id, Review.reviewer == reviewer)
+            .order_by(Review.id.desc()))
+    return session.exec(stmt).first()
+
+
 # --- model replies (the journal that makes model calls exactly-once) ---------------
 
 

@@ -53,7 +53,7 @@ def render(ctx: Ctx, open_episode) -> None:
                         first_wrong_step=None if step is None else int(step), recovered=recovered,
                     )
                 except Exception as exc:  # noqa: BLE001  (InputError shown in place)
-                    st.error(str(exc))
+                    st.error(decisions.as_shown_in_app(exc))
                 else:
                     st.session_state["flash"] = f"Settled {eid}: {choice}"
                     st.rerun()

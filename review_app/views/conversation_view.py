@@ -10,7 +10,7 @@ import streamlit as st
 
 from review_app import keys
 from review_app.conversation import ToolCall, Turn, conversation_turns
-from review_app.episode import EpisodeView
+from review_app.episode import EpisodeView, step_position
 
 
 def _pretty(value) -> str:
@@ -67,7 +67,7 @@ def step_nav(n: int) -> None:
     if nav[1].button("j ▶", key="kb_step_next", disabled=ss["step"] >= n - 1, help="next step"):
         ss["step"] += 1
         st.rerun()
-    nav[2].caption(f"step {ss['step'] + 1 if n else 0} of {n} · {keys.HELP}")
+    nav[2].caption(f"{step_position(ss['step'], n)} · {keys.HELP}")
 
 
 def render_conversation(view: EpisodeView, n: int) -> None:

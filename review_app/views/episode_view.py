@@ -61,7 +61,7 @@ def _decide(ctx: Ctx, view: EpisodeView, decision: str) -> None:
             recovered=bool(ss.get("d_recovered")) and ss.get("d_first_error") is not None,
         )
     except Exception as exc:  # noqa: BLE001  (an InputError is shown; the draft is kept)
-        ss["flash_error"] = str(exc)
+        ss["flash_error"] = decisions.as_shown_in_app(exc)
         return
     when = saved.decided_at.astimezone(UTC).strftime("%H:%M:%S UTC")
     ss["flash"] = f"Saved: {decision.replace('_', ' ')} by {saved.reviewer} at {when}"
@@ -82,6 +82,8 @@ def render(ctx: Ctx, next_episode) -> None:
         st.success(ss.pop("flash"), icon=":material/check_circle:")
     if ss.get("flash_error"):
         st.error(ss.pop("flash_error"))
+    if ss.get("flash_note"):
+        st.info(ss.pop("flash_note"))
 
     ep, out = view.episode, view.outcome
     verdict = (":green[verified]" if out and out.success else ":orange[outcome unknown (no reward)]"

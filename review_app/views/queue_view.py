@@ -58,15 +58,26 @@ def _label(container, text: str) -> None:
 def render(ctx: Ctx, open_episode) -> None:
     sidebar_filters(ctx)
     flt = current_filter(ctx)
-    page_no = st.session_state.get("q_page", 1)
-    page = queue.queue_page(ctx.store, ctx.user, flt, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, overlap=ctx.overlap)
+    ss = st.session_state
+    if note := ss.pop("flash_note", None):
+        st.info(note)
+
+    def read(number: int) -> queue.QueuePage:
+        return queue.queue_page(ctx.store, ctx.user, flt, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE,
+                                overlap=ctx.overlap)
+
+    page_no = max(1, int(ss.get("q_page") or 1))
+    page = read(page_no)
     pages = max(1, (page.total + PAGE_SIZE - 1) // PAGE_SIZE)
+    if page_no > pages:  # the filters changed under a later page: show their last page, and say so in the box
+        page_no = ss["q_page"] = pages
+        page = read(page_no)
     st.subheader(f"Queue · {page.total} episodes")
     top = st.columns([1, 1, 4])
     if top[0].button("Start reviewing (n)", key="kb_next", type="primary", disabled=page.total == 0):
         open_episode(page.rows[0]["episode_id"], page.rows[0]["round_id"])
     top[1].number_input("Page", min_value=1, max_value=pages, key="q_page", label_visibility="collapsed")
-    top[2].caption(f"page {min(page_no, pages)} of {pages} · routed to people first, then failures, then the sample")
+    top[2].caption(f"page {page_no} of {pages} · routed to people first, then failures, then the sample")
     st.html(keys.script_tag({"n": "kb_next"}), unsafe_allow_javascript=True)
     if not page.rows:
         st.info("Nothing to review under these filters.")
