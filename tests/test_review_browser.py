@@ -138,7 +138,8 @@ def _sign_in(page, url: str) -> None:
 def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server):
     """``e v a`` typed at once: ``v`` waits for the Recovered button ``e``'s rerun enables, ``a``
     waits for ``v``; the decision is recovered. Streamlit's own hotkeys (``r`` reruns the app,
-    which replayed a reject) never see our keys, and the toolbar has no Rerun or Deploy."""
+    which replayed a reject) never see our keys, and the toolbar has no Rerun or Deploy. A
+    reload signs out, and the draft is still there after signing in again."""
     from playwright.sync_api import expect, sync_playwright
 
     url, store = review_server
@@ -175,6 +176,18 @@ def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server
             expect(page.get_by_text("Saved: reject by ann")).to_be_visible()
             page.wait_for_timeout(1500)  # the replayed click came 0.6 s after the first
             assert page.evaluate("() => window.__leaked") == []
+            # as the README says: a reload asks to sign in again, and the draft is kept
+            page.keyboard.press("n")
+            expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
+            page.wait_for_function("() => window.__flywheelKeys.map.e === 'kb_mark_error'")
+            page.keyboard.press("e")
+            expect(page.get_by_text("First wrong step: 0")).to_be_visible()
+            page.reload()
+            expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+            _sign_in(page, url)
+            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+            page.keyboard.press("n")  # the queue's first episode: the one left undecided
+            expect(page.get_by_text("First wrong step: 0")).to_be_visible()
         finally:
             browser.close()
     with store.session() as s:
