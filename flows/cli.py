@@ -522,6 +522,43 @@ def reviewer_add(
     out.print(f"Added {user.role} {user.name}")
 
 
+@reviewer_app.command("set")
+def reviewer_set(
+    name: Annotated[str, typer.Argument(help="The reviewer account to change.", show_default=False)],
+    role: Annotated[
+        str | None, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).",
+                                 show_default=False)
+    ] = None,
+    active: Annotated[
+        bool | None, typer.Option("--active/--inactive", help="Let the account sign in, or not (signed out at once).",
+                                  show_default=False)
+    ] = None,
+    password: Annotated[bool, typer.Option("--password", help="Set a new password, typed at a prompt (twice).")] = False,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Set a new password, read from the first line of stdin.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+    state_url: StateUrlOpt = None,
+) -> None:
+    """Change a reviewer account: its role, whether it may sign in, its password. The app reads the
+    account on every page: a deactivated account is signed out and a demoted lead loses the lead's
+    pages at once; a new password signs out the sessions opened with the old one. The only active
+    lead is neither demoted nor deactivated (make another lead first)."""
+    from flows.reviewer_cmd import set_reviewer_account
+
+    settings = _settings(config, data_dir, state_url)
+    row = set_reviewer_account(settings, name, role=role, active=active, password_prompt=password,
+                               password_stdin=password_stdin)
+    reset = password or password_stdin
+    if as_json:
+        _print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})
+        return
+    out.print(f"Updated {row.name}: {row.role}, {'active' if row.active else 'inactive'}"
+              + (", new password" if reset else ""), markup=False, highlight=False)
+
+
 @reviewer_app.command("list")
 def reviewer_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,

@@ -1,4 +1,4 @@
-"""``flywheel reviewer``: create and list review-app accounts."""
+"""``flywheel reviewer``: create, change and list review-app accounts."""
 
 from __future__ import annotations
 
@@ -31,6 +31,19 @@ def add_reviewer_account(settings: Settings, name: str, role: str, *, password_s
     accounts.check_new_account(name, role, "x" * accounts.MIN_PASSWORD)
     password = read_password(from_stdin=password_stdin)
     return accounts.add_reviewer(Store.from_settings(settings), name, role, password)
+
+
+def set_reviewer_account(settings: Settings, name: str, *, role: str | None, active: bool | None,
+                         password_prompt: bool, password_stdin: bool) -> review_tables.Reviewer:
+    """Check the change, read a new password if one was asked for, then write (nothing is
+    written, and no password asked for, on bad input)."""
+    new_password = password_prompt or password_stdin
+    if role is None and active is None and not new_password:
+        raise InputError("nothing to change: pass --role, --active or --inactive, --password or --password-stdin")
+    store = Store.from_settings(settings, create=False)  # a mistyped data directory is refused, not made
+    accounts.check_account_change(store, name, role=role, active=active)
+    password = read_password(from_stdin=password_stdin) if new_password else None
+    return accounts.change_account(store, name, role=role, active=active, password=password)
 
 
 def reviewer_rows(settings: Settings) -> list[dict[str, Any]]:

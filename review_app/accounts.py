@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from warehouse import review_tables as rt
@@ -31,10 +31,12 @@ class SignInThrottled(InputError):
 
 @dataclass(frozen=True)
 class User:
-    """A signed-in reviewer."""
+    """A signed-in reviewer. ``credential`` (from a sign-in) tells which password it signed in
+    with, so a password reset ends the sessions opened with the old one."""
 
     name: str
     role: str
+    credential: str = field(default="", compare=False, repr=False)
 
     @property
     def is_lead(self) -> bool:
@@ -84,6 +86,56 @@ def add_reviewer(store: Store, name: str, role: str, password: str) -> User:
     return User(name, role)
 
 
+def credential_of(password_hash: str) -> str:
+    """A short digest of a stored hash: it changes with every new password (a fresh salt each time)."""
+    return hashlib.sha256(password_hash.encode("utf-8")).hexdigest()[:16]
+
+
+def check_account_change(store: Store, name: str, *, role: str | None = None, active: bool | None = None) -> None:
+    """One InputError naming what is wrong with changing ``name``'s role or active flag, or nothing."""
+    if role is not None and role not in rt.ROLES:
+        raise InputError(f"role {role!r} must be one of {', '.join(rt.ROLES)}")
+    with store.session() as s:
+        row = rt.get_reviewer(session=s, name=name) if _NAME.match(name) else None
+        leads = rt.active_leads(session=s)
+    if row is None:
+        raise InputError(f"no reviewer {one_line(name, 80)!r} (flywheel reviewer list shows them)")
+    _keep_a_lead(row, leads, role, active)
+
+
+def _keep_a_lead(row: rt.Reviewer, leads: list[str], role: str | None, active: bool | None) -> None:
+    """Refuse to take away the only active lead: nobody could approve a release or settle a dispute."""
+    stays = (row.role if role is None else role) == "lead" and (row.active if active is None else active)
+    if not stays and leads == [row.name]:
+        raise InputError(
+            f"{row.name} is the only active lead, and releases and adjudication need one; "
+            "make another lead first (flywheel reviewer set NAME --role lead)")
+
+
+def change_account(store: Store, name: str, *, role: str | None = None, active: bool | None = None,
+                   password: str | None = None) -> rt.Reviewer:
+    """Change what is given of an existing account: role, active, password. Refused (nothing
+    written): an unknown name, an unknown role, a short password, or leaving no active lead.
+    The account is read again on every page of the app, so a deactivated account is signed out
+    and a demoted lead loses the lead's pages at once; a new password ends the sessions signed
+    in with the old one and clears the name's failed sign-ins."""
+    if role is None and active is None and password is None:
+        raise InputError(f"nothing to change for {name!r}")
+    if password is not None and len(password) < MIN_PASSWORD:
+        raise InputError(f"password for {name} must be at least {MIN_PASSWORD} characters")
+    check_account_change(store, name, role=role, active=active)
+    with store.session() as s:
+        row = rt.get_reviewer(session=s, name=name)
+        if row is None:  # deleted in between by hand: say so as for any unknown name
+            raise InputError(f"no reviewer {name!r} (flywheel reviewer list shows them)")
+        _keep_a_lead(row, rt.active_leads(session=s), role, active)  # again, in the writing transaction
+        row = rt.update_reviewer(session=s, reviewer=row, role=role, active=active,
+                                 password_hash=None if password is None else hash_password(password))
+        if password is not None:
+            rt.clear_signin_failures(session=s, name=name)
+    return row
+
+
 def authenticate(store: Store, name: str, password: str, *, now: datetime | None = None) -> User | None:
     """The user if the name and password match an active account, else None (and the failure
     is counted). SignInThrottled, without checking the password, once a name has failed
@@ -107,7 +159,8 @@ def authenticate(store: Store, name: str, password: str, *, now: datetime | None
         verify_password(password, _DUMMY_HASH)
         user = None
     else:
-        user = User(row.name, row.role) if verify_password(password, row.password_hash) else None
+        user = (User(row.name, row.role, credential_of(row.password_hash))
+                if verify_password(password, row.password_hash) else None)
     with store.session() as s:
         if user is None:
             rt.add_signin_failure(session=s, name=name, at=now, keep_since=now - FAILURE_WINDOW)
@@ -119,15 +172,20 @@ def authenticate(store: Store, name: str, password: str, *, now: datetime | None
 def session_user(store: Store, user: User | None, signed_in_at: datetime | None, *, hours: float,
                  now: datetime | None = None) -> User | None:
     """The signed-in user of an app session as the account stands now, or None when there is
-    none, the session is older than ``hours`` (it expired), or the account is gone or inactive.
-    The role is read again, so a lead demoted since signing in no longer acts as one."""
+    none, the session is older than ``hours`` (it expired), the account is gone or inactive, or
+    its password was reset since the sign-in. The role is read again, so a lead demoted since
+    signing in no longer acts as one."""
     if user is None or signed_in_at is None:
         return None
     if (now or datetime.now(UTC)) - signed_in_at >= timedelta(hours=hours):
         return None
     with store.session() as s:
         row = rt.get_reviewer(session=s, name=user.name)
-    return User(row.name, row.role) if row is not None and row.active else None
+    if row is None or not row.active:
+        return None
+    if user.credential and user.credential != credential_of(row.password_hash):
+        return None
+    return User(row.name, row.role, user.credential)
 
 
 def require_user(store: Store, name: str) -> User:

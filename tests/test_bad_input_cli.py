@@ -1,5 +1,5 @@
 """Bad input on the command line, driven in-process (fast) by hypothesis: hostile option values
-for export, decide, reviewer add, import, feedback, run, gate and status. A refusal is one line
+for export, decide, reviewer add and set, import, feedback, run, gate and status. A refusal is one line
 ``error: ...`` on stderr, a non-zero exit, and nothing written: the data directory and the
 export folder are as they were."""
 
@@ -142,6 +142,24 @@ def test_reviewer_add_options(tmp_path_factory, capsys, name, role, password):
     Store(data)
     refused_cleanly(["reviewer", "add", name, "--role", role, "--password-stdin", "--data-dir", str(data)], capsys, data,
                     stdin=password + "\n")
+
+
+@FEW
+@given(name=st.one_of(arg, st.sampled_from(["ann", "lea"])), role=st.one_of(st.none(), arg, st.just("reviewer")),
+       active=st.sampled_from([None, "--active", "--inactive"]), password=st.one_of(st.none(), arg))
+@example(name="lea", role="reviewer", active=None, password=None)  # the only lead
+@example(name="lea", role=None, active="--inactive", password=None)
+@example(name="../../ann", role=None, active="--inactive", password=None)
+@example(name="ann", role=None, active=None, password="short")
+@example(name="ann", role=None, active=None, password=None)  # nothing to change
+def test_reviewer_set_options(tmp_path_factory, capsys, name, role, active, password):
+    data = tmp_path_factory.mktemp("accounts") / "data"
+    make_accounts(Store(data))
+    argv = ["reviewer", "set", name, "--data-dir", str(data)]
+    argv += ["--role", role] if role is not None else []
+    argv += [active] if active else []
+    argv += ["--password-stdin"] if password is not None else []
+    refused_cleanly(argv, capsys, data, stdin=(password or "") + "\n")
 
 
 IMPORT_KEYS = ["messages", "role", "content", "tool_calls", "function", "name", "arguments", "id", "tool_call_id",

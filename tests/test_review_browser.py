@@ -53,6 +53,31 @@ def review_app(tmp_path, data):
             proc.wait()
 
 
+@contextmanager
+def chromium_page(height: int = 1000):
+    """A page of Debian's Chromium (never a downloaded browser), patient enough for a busy machine."""
+    from playwright.sync_api import expect, sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium must be installed (apt-get install chromium)"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": height})
+            page.set_default_timeout(30_000)
+            expect.set_options(timeout=30_000)  # the first render of a fresh server is slow on a busy machine
+            yield page
+        finally:
+            browser.close()
+
+
+def sign_in(page, url: str, name: str = "ann") -> None:
+    page.goto(url)
+    page.get_by_role("textbox", name="Name").fill(name)
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+
 @pytest.fixture
 def review_server(tmp_path):
     data = tmp_path / "d"
@@ -64,61 +89,49 @@ def review_server(tmp_path):
 
 
 def test_keyboard_review_in_chromium(review_server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     url, store = review_server
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium must be installed (apt-get install chromium)"
     ARTIFACTS.mkdir(exist_ok=True)
     con = store.duck()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            expect.set_options(timeout=30_000)  # the first render of a fresh server is slow on a busy machine
-            page.goto(url)
-            page.get_by_role("textbox", name="Name").fill("ann")
-            page.get_by_role("textbox", name="Password").fill(PASSWORD)
-            page.get_by_role("button", name="Sign in").click()
-            expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "review-queue.png"), full_page=True)
+    with chromium_page(1000) as page:
+        sign_in(page, url)
+        expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "review-queue.png"), full_page=True)
 
-            # Keys work once the page's listener is in (polled, not slept for).
-            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
-            # what the real cascade routed to people heads the queue, in episode id order
-            routed = [e for (e,) in con.execute(
-                f"SELECT episode_id FROM marks WHERE \"check\" = '{ROUTING_CHECK}' AND NOT passed ORDER BY 1"
-            ).fetchall()]
-            assert len(routed) >= 2
-            page.locator("body").press("n")  # the keyboard opens the first episode of the queue
-            expect(page.get_by_text("Decision", exact=True)).to_be_visible()
-            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
-            expect(page.get_by_text(f"{routed[0]} · round r0001 ·", exact=False).first).to_be_visible()
-            page.locator("body").press("a")
-            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
-            page.locator("body").press("n")  # decided episodes leave the queue: the next routed one opens
-            expect(page.get_by_text(f"{routed[1]} · round r0001 ·", exact=False).first).to_be_visible()
-            page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
-            eid = routed[1]
-            n_steps = con.execute("SELECT steps FROM outcomes WHERE episode_id = ?", [eid]).fetchone()[0]
-            assert n_steps >= 2
-            expect(page.get_by_text(f"step 0 of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
-            target = min(2, n_steps - 1)
-            for i in range(target):
-                page.locator("body").press("j")
-                expect(page.get_by_text(f"step {i + 1} of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
-            page.locator("body").press("e")
-            expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
-            expect(page.get_by_text("Loss: none from the first wrong step on")).to_be_visible()
-            page.wait_for_function("() => window.__flywheelKeys.map.v === 'kb_recovered'")
-            page.locator("body").press("v")  # the agent recovered: mask only that step
-            expect(page.get_by_text("Loss: none on the first wrong step only", exact=False)).to_be_visible()
-            page.locator("body").press("a")
-            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "review-episode.png"), full_page=True)
-        finally:
-            browser.close()
+        # Keys work once the page's listener is in (polled, not slept for).
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        # what the real cascade routed to people heads the queue, in episode id order
+        routed = [e for (e,) in con.execute(
+            f"SELECT episode_id FROM marks WHERE \"check\" = '{ROUTING_CHECK}' AND NOT passed ORDER BY 1"
+        ).fetchall()]
+        assert len(routed) >= 2
+        page.locator("body").press("n")  # the keyboard opens the first episode of the queue
+        expect(page.get_by_text("Decision", exact=True)).to_be_visible()
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
+        expect(page.get_by_text(f"{routed[0]} · round r0001 ·", exact=False).first).to_be_visible()
+        page.locator("body").press("a")
+        expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+        page.locator("body").press("n")  # decided episodes leave the queue: the next routed one opens
+        expect(page.get_by_text(f"{routed[1]} · round r0001 ·", exact=False).first).to_be_visible()
+        page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+        eid = routed[1]
+        n_steps = con.execute("SELECT steps FROM outcomes WHERE episode_id = ?", [eid]).fetchone()[0]
+        assert n_steps >= 2
+        expect(page.get_by_text(f"step 0 of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
+        target = min(2, n_steps - 1)
+        for i in range(target):
+            page.locator("body").press("j")
+            expect(page.get_by_text(f"step {i + 1} of steps 0–{n_steps - 1}", exact=False)).to_be_visible()
+        page.locator("body").press("e")
+        expect(page.get_by_text(f"First wrong step: {target}")).to_be_visible()
+        expect(page.get_by_text("Loss: none from the first wrong step on")).to_be_visible()
+        page.wait_for_function("() => window.__flywheelKeys.map.v === 'kb_recovered'")
+        page.locator("body").press("v")  # the agent recovered: mask only that step
+        expect(page.get_by_text("Loss: none on the first wrong step only", exact=False)).to_be_visible()
+        page.locator("body").press("a")
+        expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "review-episode.png"), full_page=True)
     with store.session() as s:
         first, review = s.exec(select(state.Review).order_by(state.Review.id)).all()
     assert (first.episode_id, first.decision) == (routed[0], "approve")
@@ -128,55 +141,54 @@ def test_keyboard_review_in_chromium(review_server):
     assert (ARTIFACTS / "review-episode.png").stat().st_size > 10_000
 
 
-def _sign_in(page, url: str) -> None:
-    page.goto(url)
-    page.get_by_role("textbox", name="Name").fill("ann")
-    page.get_by_role("textbox", name="Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-
-
 def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server):
     """``e v a`` typed at once: ``v`` waits for the Recovered button ``e``'s rerun enables, ``a``
     waits for ``v``; the decision is recovered. Streamlit's own hotkeys (``r`` reruns the app,
-    which replayed a reject) never see our keys, and the toolbar has no Rerun or Deploy."""
-    from playwright.sync_api import expect, sync_playwright
+    which replayed a reject) never see our keys, and the toolbar has no Rerun or Deploy. A
+    reload signs out, and the draft is still there after signing in again."""
+    from playwright.sync_api import expect
 
     url, store = review_server
     con = store.duck()
     routed = [e for (e,) in con.execute(
         f"SELECT episode_id FROM marks WHERE \"check\" = '{ROUTING_CHECK}' AND NOT passed ORDER BY 1").fetchall()]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            expect.set_options(timeout=30_000)
-            _sign_in(page, url)
-            expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
-            expect(page.locator('[data-testid="stMainMenu"]')).to_have_count(0)  # toolbarMode minimal
-            expect(page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
-            # a listener where Streamlit's hotkeys listen (the document, bubbling): it must see none of ours
-            page.evaluate("() => { window.__leaked = []; "
-                          "document.addEventListener('keydown', (ev) => window.__leaked.push(ev.key)); }")
-            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
-            page.locator("body").press("n")
-            page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
-            expect(page.get_by_text(f"{routed[0]} · round r0001 ·", exact=False).first).to_be_visible()
-            expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
-            for key in "eva":  # as fast as a reviewer who knows the keys
-                page.keyboard.press(key)
-            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
-            # the next one opens with a reason drafted; r rejects it, once
-            decisions.save_draft(store, reviewer="ann", round_id="r0001", episode_id=routed[1],
-                                 reason_code="wrong_result")
-            page.keyboard.press("n")
-            expect(page.get_by_text(f"{routed[1]} · round r0001 ·", exact=False).first).to_be_visible()
-            page.keyboard.press("r")
-            expect(page.get_by_text("Saved: reject by ann")).to_be_visible()
-            page.wait_for_timeout(1500)  # the replayed click came 0.6 s after the first
-            assert page.evaluate("() => window.__leaked") == []
-        finally:
-            browser.close()
+    with chromium_page(1000) as page:
+        sign_in(page, url)
+        expect(page.get_by_text("Queue · 6 episodes")).to_be_visible()
+        expect(page.locator('[data-testid="stMainMenu"]')).to_have_count(0)  # toolbarMode minimal
+        expect(page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
+        # a listener where Streamlit's hotkeys listen (the document, bubbling): it must see none of ours
+        page.evaluate("() => { window.__leaked = []; "
+                      "document.addEventListener('keydown', (ev) => window.__leaked.push(ev.key)); }")
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.locator("body").press("n")
+        page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+        expect(page.get_by_text(f"{routed[0]} · round r0001 ·", exact=False).first).to_be_visible()
+        expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
+        for key in "eva":  # as fast as a reviewer who knows the keys
+            page.keyboard.press(key)
+        expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
+        # the next one opens with a reason drafted; r rejects it, once
+        decisions.save_draft(store, reviewer="ann", round_id="r0001", episode_id=routed[1],
+                             reason_code="wrong_result")
+        page.keyboard.press("n")
+        expect(page.get_by_text(f"{routed[1]} · round r0001 ·", exact=False).first).to_be_visible()
+        page.keyboard.press("r")
+        expect(page.get_by_text("Saved: reject by ann")).to_be_visible()
+        page.wait_for_timeout(1500)  # the replayed click came 0.6 s after the first
+        assert page.evaluate("() => window.__leaked") == []
+        # as the README says: a reload asks to sign in again, and the draft is kept
+        page.keyboard.press("n")
+        expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
+        page.wait_for_function("() => window.__flywheelKeys.map.e === 'kb_mark_error'")
+        page.keyboard.press("e")
+        expect(page.get_by_text("First wrong step: 0")).to_be_visible()
+        page.reload()
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        sign_in(page, url)
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.keyboard.press("n")  # the queue's first episode: the one left undecided
+        expect(page.get_by_text("First wrong step: 0")).to_be_visible()
     with store.session() as s:
         rows = [(r.episode_id, r.decision, r.first_wrong_step, r.recovered)
                 for r in s.exec(select(state.Review).order_by(state.Review.id))]
@@ -196,46 +208,36 @@ def conversation_server(tmp_path):
 
 
 def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversation_server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     url, store, eid = conversation_server
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(30_000)
-            expect.set_options(timeout=30_000)
-            page.goto(url)
-            page.get_by_role("textbox", name="Name").fill("ann")
-            page.get_by_role("textbox", name="Password").fill(PASSWORD)
-            page.get_by_role("button", name="Sign in").click()
-            expect(page.get_by_text("Queue · 1 episodes")).to_be_visible()
-            sidebar = page.locator('[data-testid="stSidebar"]')
-            for label in ("Round", "Family", "Capability", "Outcome", "Marks", "Reviewer status"):
-                expect(sidebar.get_by_text(label, exact=True).first).to_be_visible()  # labelled on first load
-            page.screenshot(path=str(ARTIFACTS / "review-conversation-queue.png"), full_page=True)
-            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
-            page.locator("body").press("n")
-            page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
-            chat = page.locator('[data-testid="stChatMessage"]')
-            expect(chat).to_have_count(6)  # user, agent, user, agent, user, agent
-            expect(chat.nth(2)).to_contain_text("The one on the 3rd, please.")
-            expect(chat.nth(1)).to_contain_text("Which one?")
-            # the current step (0) is the failed lookup: open, and its error shown in red
-            expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
-            expect(page.get_by_text("step 0 of steps 0–5", exact=False)).to_be_visible()
-            page.locator("body").press("e")
-            expect(page.get_by_text("First wrong step: 0")).to_be_visible()
-            expect(chat.nth(1)).to_contain_text("first error")
-            page.locator("body").press("j")
-            expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
-            expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
-            page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
-            page.locator("body").press("a")
-            expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
-        finally:
-            browser.close()
+    with chromium_page(1100) as page:
+        sign_in(page, url)
+        expect(page.get_by_text("Queue · 1 episodes")).to_be_visible()
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        for label in ("Round", "Family", "Capability", "Outcome", "Marks", "Reviewer status"):
+            expect(sidebar.get_by_text(label, exact=True).first).to_be_visible()  # labelled on first load
+        page.screenshot(path=str(ARTIFACTS / "review-conversation-queue.png"), full_page=True)
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.locator("body").press("n")
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
+        chat = page.locator('[data-testid="stChatMessage"]')
+        expect(chat).to_have_count(6)  # user, agent, user, agent, user, agent
+        expect(chat.nth(2)).to_contain_text("The one on the 3rd, please.")
+        expect(chat.nth(1)).to_contain_text("Which one?")
+        # the current step (0) is the failed lookup: open, and its error shown in red
+        expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
+        expect(page.get_by_text("step 0 of steps 0–5", exact=False)).to_be_visible()
+        page.locator("body").press("e")
+        expect(page.get_by_text("First wrong step: 0")).to_be_visible()
+        expect(chat.nth(1)).to_contain_text("first error")
+        page.locator("body").press("j")
+        expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
+        expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
+        page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
+        page.locator("body").press("a")
+        expect(page.get_by_text("Saved: approve by ann")).to_be_visible()
     with store.session() as s:
         (review,) = s.exec(select(state.Review)).all()
     assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step) == (eid, "ann", "approve", 0)

@@ -174,3 +174,59 @@ def test_decide_records_a_decision_and_refuses_an_unknown_episode_or_round(tmp_p
     with store.session() as s:
         [r] = s.exec(select(state.Review)).all()
     assert (r.episode_id, r.round_id, r.reviewer, r.first_wrong_step, r.recovered) == (ids[0], "r0001", "ann", 1, True)
+
+
+def _set(tmp_path, data, *args, password=None):
+    """``flywheel reviewer set``; with ``password``, a new one on stdin."""
+    extra = ["--password-stdin"] if password is not None else []
+    return subprocess.run(
+        [flywheel_executable(), "reviewer", "set", *args, *extra, "--data-dir", str(data)],
+        input=(password or "") + "\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_reviewer_set_changes_role_activity_and_password_and_refuses_bad_input(tmp_path):
+    from review_app import accounts
+
+    data = tmp_path / "d"
+    _one_line(_set(tmp_path, data, "lea", "--inactive"), "no flywheel data in")
+    assert not data.exists()  # a mistyped data directory is refused, never made
+    assert _add(tmp_path, data, "lea", "--role", "lead").returncode == 0
+    assert _add(tmp_path, data, "ann").returncode == 0
+    store = Store(data)
+
+    def row(name):
+        with store.session() as s:
+            r = rt.get_reviewer(session=s, name=name)
+            return r.role, r.active, r.password_hash
+
+    before = row("lea")
+    _one_line(_set(tmp_path, data, "lea"), "nothing to change")
+    _one_line(_set(tmp_path, data, "zed", "--inactive"), "no reviewer 'zed'")
+    _one_line(_set(tmp_path, data, "ann", "--role", "boss"), "role 'boss'")
+    _one_line(_set(tmp_path, data, "ann", password="short"), "at least 8")
+    # the only active lead stays one: releases and adjudication need a lead
+    _one_line(_set(tmp_path, data, "lea", "--role", "reviewer"), "lea is the only active lead")
+    _one_line(_set(tmp_path, data, "lea", "--inactive"), "lea is the only active lead")
+    assert row("lea") == before  # nothing written on bad input
+    promoted = _set(tmp_path, data, "ann", "--role", "lead", "--json")
+    assert promoted.returncode == 0, promoted.stderr
+    assert json.loads(promoted.stdout) == {"name": "ann", "role": "lead", "active": True, "password_reset": False}
+    done = _set(tmp_path, data, "lea", "--role", "reviewer", "--inactive")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Updated lea: reviewer, inactive"
+    assert row("lea")[:2] == ("reviewer", False)
+    assert accounts.authenticate(store, "lea", "s3cret-pass") is None  # an inactive account cannot sign in
+    back = _set(tmp_path, data, "lea", "--active", password="n3w-s3cret")
+    assert back.returncode == 0 and back.stdout.strip() == "Updated lea: reviewer, active, new password", back.stderr
+    assert accounts.authenticate(store, "lea", "s3cret-pass") is None
+    assert accounts.authenticate(store, "lea", "n3w-s3cret") == accounts.User("lea", "reviewer")
+    assert "n3w-s3cret" not in row("lea")[2]
+    # without a terminal, a typed password cannot be asked for: one line, and nothing changed
+    _one_line(subprocess.run(
+        [flywheel_executable(), "reviewer", "set", "lea", "--password", "--inactive", "--data-dir", str(data)],
+        input="x\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120), "--password-stdin")
+    assert row("lea")[1] is True
+    helped = subprocess.run([flywheel_executable(), "reviewer", "set", "-h"], env=cli_env(None), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "--inactive" in helped.stdout and "--password-stdin" in helped.stdout

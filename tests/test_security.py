@@ -170,17 +170,40 @@ def test_a_reviewer_cannot_reach_a_leads_page_even_by_forcing_it(app_world):
     assert "Release" not in at.sidebar.radio(key="nav").options
 
 
-def test_a_lead_demoted_while_signed_in_loses_the_leads_pages_at_once(app_world):
+def _reviewer_set(store: Store, cwd: Path, *args: str, input_text: str | None = None) -> None:
+    """``flywheel reviewer set`` as an admin runs it, beside the running app."""
+    proc = fw("reviewer", "set", *args, "--data-dir", str(store.data_dir), env=cli_env(None), cwd=cwd,
+              input_text=input_text)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_lead_demoted_while_signed_in_loses_the_leads_pages_at_once(app_world, tmp_path):
     store, _ = app_world
     at = _sign_in("lea")
     assert "Adjudication" in at.sidebar.radio(key="nav").options
-    with store.session() as s:
-        row = rt.get_reviewer(session=s, name="lea")
-        row.role = "reviewer"
-        s.add(row)
-        s.commit()
+    _reviewer_set(store, tmp_path, "bob", "--role", "lead")  # lea is the only lead: another one first
+    _reviewer_set(store, tmp_path, "lea", "--role", "reviewer")
     at.run()
     assert "Adjudication" not in at.sidebar.radio(key="nav").options
+    assert at.session_state["user"] == accounts.User("lea", "reviewer")
+
+
+def test_an_account_deactivated_or_given_a_new_password_is_signed_out_at_once(app_world, tmp_path):
+    store, _ = app_world
+    ann, bob, bob_elsewhere = _sign_in("ann"), _sign_in("bob"), _sign_in("bob")
+    _reviewer_set(store, tmp_path, "ann", "--inactive")
+    _reviewer_set(store, tmp_path, "bob", "--password-stdin", input_text="n3w-s3cret\n")
+    for at in (ann, bob):
+        at.run()
+        assert not at.exception
+        assert "user" not in at.session_state and not _open_buttons(at)
+        assert any("session has ended" in i.value for i in at.info)
+    assert _open_buttons(_sign_in("bob", "n3w-s3cret"))  # the new password signs in
+    assert "user" not in _sign_in("bob").session_state  # the old one no more
+    bob_elsewhere.run()  # a session opened with the old password ends too
+    assert "user" not in bob_elsewhere.session_state
+    _reviewer_set(store, tmp_path, "ann", "--active")
+    assert _open_buttons(_sign_in("ann"))
 
 
 def test_the_app_says_when_sign_ins_are_throttled(app_world):

@@ -19,7 +19,6 @@ from warehouse.timestamps import UtcDateTime, utcnow
 ROLES = ("reviewer", "lead")
 
 
-
 class Reviewer(SQLModel, table=True):
     """A person who may decide. The password is stored only as a salted scrypt hash."""
 
@@ -106,6 +105,26 @@ def get_reviewer(*, session: Session, name: str) -> Reviewer | None:
 
 def list_reviewers(*, session: Session) -> list[Reviewer]:
     return list(session.exec(select(Reviewer).order_by(Reviewer.name)))
+
+
+def update_reviewer(*, session: Session, reviewer: Reviewer, role: str | None = None, active: bool | None = None,
+                    password_hash: str | None = None) -> Reviewer:
+    """Change what is given of an account (loaded in ``session``) and commit."""
+    if role is not None:
+        reviewer.role = role
+    if active is not None:
+        reviewer.active = active
+    if password_hash is not None:
+        reviewer.password_hash = password_hash
+    session.add(reviewer)
+    session.commit()
+    return reviewer
+
+
+def active_leads(*, session: Session) -> list[str]:
+    """Names of the active accounts with the lead's role."""
+    stmt = select(Reviewer.name).where(Reviewer.role == "lead", Reviewer.active.is_(True)).order_by(Reviewer.name)
+    return list(session.exec(stmt))
 
 
 def signin_failures_since(*, session: Session, name: str, since: datetime) -> list[datetime]:
