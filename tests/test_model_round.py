@@ -183,6 +183,27 @@ def test_endpoint_down_stops_the_round_in_one_line_and_a_rerun_finishes(tmp_path
     assert "Resumed and finished round r0001: 10 episodes" in rerun.stdout
 
 
+def test_an_endpoint_timing_out_every_call_commits_no_cut_off_episode_and_the_rerun_finishes(
+        tmp_path, prefect_server):
+    # every attempt times out; the waves of concurrent timeouts count once each for the breaker,
+    # so the episodes run out of retries before it opens: none of them may be committed as data
+    env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="6", FLYWHEEL_OPENAI__RETRIES="1")
+    with serve_in_thread(FaultConfig(rate=1.0, kinds={"timeout": 1.0}, timeout_s=1.0)) as server:
+        cut = flywheel(*_model_args(server, "--episodes", "6"), env=env, cwd=tmp_path)
+        assert cut.returncode == 1, cut.stdout + cut.stderr
+        lines = [line for line in cut.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "6 of 6 episodes of r0001/s00000" in lines[0], cut.stderr
+        assert "timeout" in lines[0] and "rerun" in lines[0]
+        assert "Traceback" not in cut.stdout + cut.stderr
+        assert _steps_committed(Store(tmp_path / "flywheel-data")) == 0
+        server.set_faults(FaultConfig())
+        rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Resumed and finished round r0001: 6 episodes" in rerun.stdout
+    terminations = Store(tmp_path / "flywheel-data").duck().execute("SELECT termination FROM outcomes").fetchall()
+    assert len(terminations) == 6 and ("endpoint_error",) not in terminations
+
+
 def _prefect_warnings(prefect_url: str) -> list[str]:
     import httpx
 

@@ -24,6 +24,7 @@ from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from flows.stages.write import load_later_sessions, load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
+from generators.models.endpoint import EndpointGaveUp
 from generators.model_user import ModelUser
 from generators.planner import Plan
 from generators.policies import ReferencePolicy, ScriptedPolicy
@@ -94,7 +95,17 @@ def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]
 
 
 def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeRecord]) -> None:
-    """Episodes, steps and outcomes of one unit, written and recorded at once."""
+    """Episodes, steps and outcomes of one unit, written and recorded at once. A unit holding an
+    episode the model endpoint cut off (its call still failed after the retries) is not committed:
+    such an episode says nothing of the agent, and a rerun replays its journaled replies and asks
+    only for the rest. EndpointGaveUp says so in one line."""
+    cut = [r for r in records if r.outcome.termination == "endpoint_error"]
+    if cut:
+        last = next((r.outcome.failure.detail for r in reversed(cut) if r.outcome.failure), "")
+        raise EndpointGaveUp(
+            f"the model endpoint failed {len(cut)} of {len(records)} episodes of {round_id}/{key} after every retry"
+            + (f" ({last.removeprefix('gave up after retries: ')})" if last else "")
+            + "; not committed, replies so far kept: rerun to go on")
     store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
                                       "steps": [s for r in records for s in r.steps],
                                       "outcomes": [r.outcome for r in records]})
