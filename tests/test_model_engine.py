@@ -94,6 +94,24 @@ def test_engine_gives_up_after_retries_and_times_out_slow_calls():
     assert asyncio.run(main()).kind == "timeout"
 
 
+def test_a_tpm_below_one_request_is_refused_in_one_line_before_any_call():
+    # an F06 request's tool schemas alone are ~1,800 tokens: booked against tpm=1000 it would
+    # hold every call for minutes and the round would sit there saying nothing
+    task = FAMILIES["F06"].make_task(0, 2)
+    request = ChatRequest(messages=conversation(task, []), tools=[{"type": "function", "function": {
+        "name": name, "description": "x" * 400, "parameters": {}}} for name in task.tools])
+    calls = []
+
+    async def main(tpm):
+        engine = _engine(lambda r: calls.append(r) or _ok(), tpm=tpm)
+        return await engine.complete(request)
+
+    with pytest.raises(ConfigError, match=r"openai.tpm \(1,000\) is below one request's estimate \(\d"):
+        asyncio.run(main(1000))
+    assert calls == []
+    assert asyncio.run(main(request.estimated_tokens())).content == "ok" and len(calls) == 1  # exactly one fits
+
+
 def test_backoff_honours_retry_after_and_grows_with_jitter():
     engine = _engine(_ok, backoff_s=1.0, backoff_max_s=8.0)
     assert 2.0 <= engine.backoff(1, 2.0) <= 2.2

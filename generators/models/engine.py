@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, RequestRejected, TransientFailure
 from generators.models.journal import ReplyJournal
 from generators.models.limits import Bookings, CircuitBreaker, RateLimiter
+from warehouse.errors import ConfigError
 
 
 @dataclass
@@ -88,6 +89,9 @@ class Engine:
                                    f"{self.breaker.last_error}); round stopped, committed work kept: rerun to go on")
             attempt += 1
             estimate = request.estimated_tokens() if self.tpm else 0
+            if self.tpm and estimate > self.config.tpm:  # booked, it would hold every call for minutes, unseen
+                raise ConfigError(f"openai.tpm ({self.config.tpm:,}) is below one request's estimate ({estimate:,} "
+                                  "tokens, tool schemas counted): no call could keep to it; raise openai.tpm")
             ticket, failure = None, None
             async with self.slots:
                 try:
