@@ -24,7 +24,6 @@ pair is printed beside it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys

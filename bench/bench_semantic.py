@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = pair_sets(per_family)
     names = list(sets)
     neg = names[-1]
-    print(f"pairs: " + ", ".join(f"{n} {len(sets[n])}" for n in names) + f"  (semantic threshold {threshold})")
+    print("pairs: " + ", ".join(f"{n} {len(sets[n])}" for n in names) + f"  (semantic threshold {threshold})")
     levels = {n: instruction_level(sets[n], threshold) for n in names}
     print(f"\n{'instruction level':<28}" + "".join(f"{n:>34}" for n in names))
     for rule in ("one meaning", "cosine alone", "5-gram J>=0.8 + anchors"):

@@ -26,7 +26,25 @@ def _stop_now(signum, frame) -> None:  # noqa: ARG001  (signal handler signature
         os._exit(128 + signal.SIGINT)
 
 
+_armed = False
+
+
 def stop_at_once_on_interrupt() -> None:
     """From here on, Ctrl+C (or SIGTERM) ends the process immediately with exit 130."""
+    global _armed
+    _armed = True
     signal.signal(signal.SIGINT, _stop_now)
     signal.signal(signal.SIGTERM, _stop_now)
+
+
+def keep_stopping_at_once() -> None:
+    """Inside a Prefect flow, when :func:`stop_at_once_on_interrupt` was asked for: Prefect's flow engine
+    puts its own SIGTERM handler in place for the run, which reports the run crashed to its API first.
+    A kill of the whole process group (a scheduler stopping the job) has stopped the temporary API
+    server too, and that report retried for minutes, printing Prefect's errors. Ours again, until
+    the flow ends and Prefect puts back what it found."""
+    if _armed:
+        try:
+            signal.signal(signal.SIGTERM, _stop_now)
+        except ValueError:  # not the main thread: signals are the main thread's
+            pass

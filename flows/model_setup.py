@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from generators.model_collect import ModelPolicy
-from generators.model_user import USER_KEY, ModelUser
+from generators.model_user import ModelUser
 from generators.models import Engine, EngineConfig
 from generators.models.journal import GroupCommitJournal
 from generators.models.limits import Bookings
 from warehouse import killpoints, state
+from warehouse.contract import USER_KEY
 from warehouse.errors import ConfigError
 from warehouse.ratelimit import RedisBookings, SqlBookings
 from warehouse.settings import OpenAISettings, Settings

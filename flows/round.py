@@ -20,6 +20,8 @@ from typing import Any
 from prefect import flow
 
 from curation.export_source import MODEL_ATTEMPT
+from flows.costs import NO_COSTS, round_costs
+from flows.interrupt import keep_stopping_at_once
 from flows.planning import refresh_proposal
 from flows.progress import RoundProgress
 from flows.runners import cluster_lost, collects_inline, runner_kind, task_runner, workers
@@ -46,27 +48,33 @@ class RoundSummary:
     orphans_removed: int
     tasks_kept: int
     tasks_tried: int
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # every model call of the round: planner, simulated user, task writer, judges
     completion_tokens: int = 0
+    cost_usd: float | None = None  # where the models have prices (openai.prices)
+    model_usage: list[dict[str, Any]] = field(default_factory=list)  # {role, model, calls, tokens, cost_usd}
     model_errors: list[dict[str, Any]] = field(default_factory=list)  # refusals and outages, once per message
     # model-user replies replaced by the scripted answer, per reason: {reason, replies, episodes}
     user_fallbacks: list[dict[str, Any]] = field(default_factory=list)
     runner: str = ""  # threads, processes or dask: how the shards ran (inline: in the round's own process)
     workers: int = 0
     reference_demonstrations: int = 0  # episodes of the reference policy (not in ``successes``: not the model's)
+    tasks_worded: int | None = None  # with the model writer: tasks it worded, of ``tasks_written``
+    tasks_written: int = 0
+    judge_errors: int = 0  # episodes with no usable judge reply (the judges' endpoint failed or gave no verdict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def round_counts(store: Store, round_id: str) -> dict[str, Any]:
-    """What a round made: episodes, successes, tasks, tokens, and the ways the model cut episodes off."""
+def round_counts(store: Store, round_id: str, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a round made: episodes, successes, tasks, what its model calls cost (every role's), and
+    the ways the model cut episodes off."""
     con = store.duck([round_id])
-    episodes, successes, references, prompt_tokens, completion_tokens = con.execute(
+    episodes, successes, references = con.execute(
         f"SELECT count(*), count(*) FILTER (WHERE success AND {MODEL_ATTEMPT}), count(*) FILTER (WHERE NOT "
-        f"{MODEL_ATTEMPT}), coalesce(sum(o.prompt_tokens), 0), "
-        "coalesce(sum(o.completion_tokens), 0) FROM outcomes o JOIN episodes e USING (episode_id)"
+        f"{MODEL_ATTEMPT}) FROM outcomes o JOIN episodes e USING (episode_id)"
     ).fetchone()
+    costs = round_costs(store, con, prices).get(round_id, NO_COSTS)
     # once per way a round's episodes were cut off, with the server's messages (an episode whose task
     # was already done when it was cut off succeeded, so it has no failure detail of its own)
     model_errors = [{"termination": t, "message": " | ".join(m[:3]) + (f" (+{len(m) - 3} more)" if len(m) > 3 else ""),
@@ -77,7 +85,15 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
     ).fetchall()]
     with store.session() as s:
         batches = state.batches_of(session=s, round_id=round_id)
+        plan = s.get(state.Round, round_id).plan or {}
+    writers = dict(con.execute("SELECT writer, count(*) FROM tasks GROUP BY 1").fetchall())
+    judge_errors = con.execute("SELECT count(*) FROM marks WHERE \"check\" = 'judges' AND mark = 'judge_error'"
+                               ).fetchone()[0]
     return {
+        # with the model writer: tasks it worded (the template's wording stood for the others)
+        "tasks_worded": (sum(writers.values()) - writers.get("template", 0)) if plan.get("writer") == "openai" else None,
+        "tasks_written": sum(writers.values()),
+        "judge_errors": judge_errors,
         "model_errors": model_errors,
         "user_fallbacks": user_fallback_counts(con),
         "episodes": episodes,
@@ -85,8 +101,7 @@ def round_counts(store: Store, round_id: str) -> dict[str, Any]:
         "reference_demonstrations": references,
         "tasks_kept": sum(b.tasks_kept for b in batches),
         "tasks_tried": sum(b.tasks_tried for b in batches),
-        "prompt_tokens": int(prompt_tokens),
-        "completion_tokens": int(completion_tokens),
+        **{k: costs[k] for k in ("prompt_tokens", "completion_tokens", "cost_usd", "model_usage")},
     }
 
 
@@ -107,6 +122,7 @@ def user_fallback_counts(con: Any) -> list[dict[str, Any]]:
 
 @flow(name="flywheel-round", validate_parameters=False, log_prints=False, persist_result=False)
 def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
+    keep_stopping_at_once()
     doc = settings_doc(settings)
     store = open_store(settings)
     with store.run_lock():
@@ -130,7 +146,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         killpoints.reached("round.curated")
         finish_round(store, round_id)
         refresh_proposal(store, settings, selected_families(settings))  # for the release page
-        counts = round_counts(store, round_id)
+        counts = round_counts(store, round_id, settings.openai.prices)
         log.info(f"{round_id} finished: {counts['episodes']} episodes, {counts['successes']} verified successes")
     synced = sync_task(round_id, doc) if settings.label_studio.configured else None
     return RoundSummary(
@@ -145,11 +161,16 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         tasks_tried=counts["tasks_tried"],
         prompt_tokens=counts.get("prompt_tokens", 0),
         completion_tokens=counts.get("completion_tokens", 0),
+        cost_usd=counts["cost_usd"],
+        model_usage=counts["model_usage"],
         model_errors=counts.get("model_errors", []),
         user_fallbacks=counts.get("user_fallbacks", []),
         runner=runner,
         workers=n_workers,
         reference_demonstrations=counts.get("reference_demonstrations", 0),
+        tasks_worded=counts["tasks_worded"],
+        tasks_written=counts["tasks_written"],
+        judge_errors=counts["judge_errors"],
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
 
 

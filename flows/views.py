@@ -13,31 +13,13 @@ from curation.capabilities import capability_report
 from curation.export_source import MODEL_ATTEMPT, has_column
 from curation.funnel import funnel as curation_funnel
 from curation.judges import agreement_with_people
+from flows.costs import NO_COSTS, round_costs
 from flows.feedback_cmd import EVAL_PREFIX
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
 from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
-
-
-def round_costs(con, prices: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Tokens, model latency and dollars per round (dollars from ``prices``: model -> ModelPrice)."""
-    out: dict[str, dict[str, Any]] = {}
-    rows = con.execute(
-        "SELECT e.round_id, e.model, sum(o.prompt_tokens), sum(o.completion_tokens), sum(o.latency_ms) "
-        "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY e.round_id, e.model"
-    ).fetchall()
-    for rid, model, pt, ct, lat in rows:
-        c = out.setdefault(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0, "cost_usd": None})
-        c["prompt_tokens"] += int(pt or 0)
-        c["completion_tokens"] += int(ct or 0)
-        c["model_latency_s"] = round(c["model_latency_s"] + (lat or 0) / 1000, 3)
-        price = (prices or {}).get(model)
-        if price is not None:
-            usd = (pt or 0) / 1e6 * price.input_per_mtok + (ct or 0) / 1e6 * price.output_per_mtok
-            c["cost_usd"] = round((c["cost_usd"] or 0.0) + usd, 6)
-    return out
 
 
 SPLIT_ORDER = ("train", "dev", "test", "challenge")
@@ -87,7 +69,7 @@ def status_rows(
         "SELECT round_id, split, count(*) FROM episodes GROUP BY round_id, split ORDER BY round_id, split"
     ).fetchall():
         splits.setdefault(rid, {})[split] = n_split
-    costs = round_costs(con, prices)
+    costs = round_costs(store, con, prices)
     # imported trajectories of old data directories have no round row; an eval's episodes are kept under
     # its batch id, never a round (feedback, not training data), so they are no row here
     orphans = sorted(rid for rid in set(per_round) - {r.id for r in rounds} if not rid.startswith(EVAL_PREFIX))
@@ -125,8 +107,7 @@ def status_rows(
                 "needs_fix": votes.count("needs_fix"),
                 "disputed": votes.count("disputed"),
                 "partial": votes.count("partial"),
-                **costs.get(rid, {"prompt_tokens": 0, "completion_tokens": 0, "model_latency_s": 0.0,
-                                  "cost_usd": None}),
+                **costs.get(rid, NO_COSTS),
                 "splits": split_counts(splits.get(rid, {})),
                 "funnel": funnels.get(rid),
                 **by_capability.get(rid, {}),
@@ -160,14 +141,15 @@ def outcome_rows(con) -> list[dict[str, Any]]:
 
 
 def _pass_table(title: str, first: str, k: int, groups: dict[str, dict[str, Any]]) -> Table:
-    """One row per group (a capability or a family): episodes, success, pass^1 and pass^k."""
+    """One row per group (a capability or a family): episodes, success, pass^1 and pass^k (one
+    pass^1 column when k is 1: the two are the same number)."""
     table = Table(title=title, box=box.SIMPLE_HEAD)
-    for col in (first, "episodes", "success", "pass^1", f"pass^{k}"):
+    passes = ["pass1"] + (["passk"] if k > 1 else [])
+    for col in [first, "episodes", "success", "pass^1"] + ([f"pass^{k}"] if k > 1 else []):
         table.add_column(col, justify="left" if col == first else "right", no_wrap=True)
     for name, v in groups.items():
         table.add_row(name, str(v["episodes"]), f"{v['success_rate']:.0%}",
-                      "-" if v["pass1"] is None else f"{v['pass1']:.2f}",
-                      "-" if v["passk"] is None else f"{v['passk']:.2f}")
+                      *("-" if v[p] is None else f"{v[p]:.2f}" for p in passes))
     return table
 
 
@@ -212,6 +194,10 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
             f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "-",
         )
     console.print(table)
+    for r in rows:
+        if r["cost_usd"] is not None and r.get("unpriced_models"):
+            console.print(f"{r['round']}: the cost leaves out {', '.join(r['unpriced_models'])} (no price in "
+                          "openai.prices)", highlight=False)
     print_demonstrations(console, rows)
     print_funnels(console, rows)
     print_capabilities(console, rows)
@@ -264,6 +250,18 @@ def print_funnels(console: Console, rows: list[dict[str, Any]]) -> None:
                           f"reviewed episodes")
 
 
+def usage_note(costs: dict[str, Any]) -> str:
+    """' (planner 12,345, judge 2,345 tokens); $0.0123' for a round's costs (see flows.costs)."""
+    parts = [f"{r['role']} {r['prompt_tokens'] + r['completion_tokens']:,}" for r in costs.get("model_usage", [])
+             if r["prompt_tokens"] or r["completion_tokens"]]
+    note = f" ({', '.join(parts)} tokens)" if len(parts) > 1 else ""
+    if costs.get("cost_usd") is not None:
+        note += f"; ${costs['cost_usd']:.4f}"
+        if costs.get("unpriced_models"):
+            note += f" without {', '.join(costs['unpriced_models'])} (no price set)"
+    return note
+
+
 def print_round_summary(console: Console, summary: dict[str, Any], settings: Settings) -> None:
     n, ok, ref = summary["episodes"], summary["successes"], summary.get("reference_demonstrations", 0)
     verb = "Resumed and finished" if summary["resumed"] else "Finished"
@@ -274,9 +272,16 @@ def print_round_summary(console: Console, summary: dict[str, Any], settings: Set
     if summary["orphans_removed"]:
         console.print(f"  removed {summary['orphans_removed']} unrecorded file(s) left by an interrupted run")
     console.print(f"  tasks kept by the gate: {summary['tasks_kept']} of {summary['tasks_tried']} written")
+    worded, written = summary.get("tasks_worded"), summary.get("tasks_written", 0)
+    if worded is not None and worded < written:
+        console.print(f"  [yellow]the model worded {worded} of {written} tasks[/]: the template's wording stood for "
+                      f"the rest (replies rejected openai.writer_rounds times, or the call failed)")
+    if summary.get("judge_errors"):
+        console.print(f"  [yellow]{summary['judge_errors']} episode(s) got no usable judge reply[/] (judge_error: the "
+                      "judges' endpoint failed or gave no verdict; see the judges step in flywheel status)")
     if summary.get("prompt_tokens") or summary.get("completion_tokens"):
         console.print(f"  model tokens: {summary['prompt_tokens']:,} prompt, {summary['completion_tokens']:,} "
-                      "completion (cost per round: flywheel status)")
+                      f"completion{usage_note(summary)}", highlight=False)
     for e in summary.get("model_errors") or []:
         what = ("the model server refused a request (not retried)" if e["termination"] == "request_rejected"
                 else "the model endpoint kept failing")

@@ -90,7 +90,7 @@ def queue_page(
     # Only narrow columns go through the sort; the page's text and marks are fetched after.
     sql = f"""
         WITH {_ROUTED_CTE}
-        SELECT e.episode_id, e.round_id, e.family, e.policy, o.success, o.progress, o.steps,
+        SELECT e.episode_id, e.round_id, e.family, e.split, e.policy, o.success, o.progress, o.steps,
                coalesce(r.routed, false) AS routed,
                coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
                count(*) OVER () AS total
@@ -103,7 +103,7 @@ def queue_page(
         ORDER BY {_RANK}, e.episode_id
         LIMIT ? OFFSET ?
     """
-    cols = ["episode_id", "round_id", "family", "policy", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
+    cols = ["episode_id", "round_id", "family", "split", "policy", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
     out = [dict(zip(cols, r, strict=True)) for r in con.execute(sql, [*params, limit, offset]).fetchall()]
     total = out[0]["total"] if out else _count_beyond(con, sql, params, offset)
     ids = [r["episode_id"] for r in out]

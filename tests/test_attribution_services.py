@@ -115,3 +115,11 @@ def test_status_prints_pass_k_per_capability_and_per_family_and_the_attribution(
     assert lines["memory"] == ["4", "25%", "0.25", "0.00"] and lines["tool_use"] == ["2", "100%", "1.00", "1.00"]
     assert lines["F07"] == ["4", "25%", "0.25", "0.00"] and lines["F01"] == ["2", "100%", "1.00", "1.00"]
     assert "failures: harness:stale_memory 1, model:state_tracking 2" in text
+    # one rollout a task: pass^1 is the only pass column (it was printed twice, both headed pass^1)
+    single = [dict(r, rollout=0) for r in rows if r["rollout"] == 0]
+    console = Console(record=True, width=160)
+    print_capabilities(console, [{"round": "r", **capability_report(single)["r"]}])
+    text = console.export_text()
+    assert "(k = 1)" in text and text.count("pass^1") == 2  # one column in each of the two tables
+    lines = {ln.split()[0]: ln.split()[1:] for ln in text.splitlines() if ln.strip()}
+    assert lines["memory"] == ["2", "50%", "0.50"]

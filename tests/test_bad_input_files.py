@@ -110,6 +110,7 @@ def test_a_non_finite_reward_is_a_skipped_record_not_a_failure(tmp_path, reward)
 
 
 @FUZZ
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # a zip with one name twice, on purpose
 @given(samples=st.lists(st.tuples(st.sampled_from(["samples/a_epoch_1.json", "samples/../../x.json", "header.json",
                                                    "samples/b.json", "/abs.json"]),
                                   st.one_of(FORMATS["inspect"].map(lambda v: _dumps(v.get("samples", [{}])[:1] or {})),

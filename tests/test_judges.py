@@ -83,6 +83,7 @@ def local_endpoint():
             payload = json.dumps({
                 "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": 11},
             }).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -144,6 +145,7 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
 
     from flows.views import status_rows
     from review_app.agreement import Overlap
+    from warehouse.settings import ModelPrice
     from warehouse import state
 
     from tests.curation_data import build_round
@@ -169,8 +171,17 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
         s.add(state.Review(episode_id=eid, round_id=round_id, reviewer="ana", decision="reject",
                            decided_at=datetime.now(UTC)))
         s.commit()
-    row = status_rows(store, overlap=Overlap(share=0.0))[0]  # one review decides, wherever the overlap share falls
+    price = ModelPrice(input_per_mtok=2.0, output_per_mtok=10.0)
+    # one review decides, wherever the overlap share falls
+    row = status_rows(store, prices={"m": price}, overlap=Overlap(share=0.0))[0]
     assert row["judge_agreement"]["compared"] == 1
+    # every judge call is in the round's cost (the scripted planner's episodes cost nothing)
+    prompt = sum(len(json.dumps(r["messages"])) // 4 for r in requests)
+    assert row["model_usage"] == [{"role": "judge", "model": "m", "calls": len(requests), "prompt_tokens": prompt,
+                                   "completion_tokens": 11 * len(requests), "cost_usd": row["cost_usd"]}]
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (prompt, 11 * len(requests))
+    assert row["cost_usd"] == round(prompt * 2.0 / 1e6 + 11 * len(requests) * 10.0 / 1e6, 6) > 0
+    assert row["unpriced_models"] == [] and status_rows(store)[0]["unpriced_models"] == ["m"]
     assert row["funnel"]["steps"]["judges"] == marks
 
 
@@ -184,8 +195,6 @@ def test_curation_killed_after_the_judges_answered_asks_no_judge_again(local_end
     store, round_id = build_round(tmp_path / "data", episodes=6, rollouts=1,
                                   curation={"judge_base_url": url, "judge_model": "m", "judge_k": 2})
     asked = len(requests)
-    con = store.duck()
-    first = con.execute("SELECT episode_id, mark, detail FROM marks WHERE \"check\" = 'judges' ORDER BY 1").fetchall()
     assert asked == 2 * len({json.dumps(r["messages"]) for r in requests}) > 0
 
     # the same cascade again, as a rerun after a kill between the judges' answers and the commit
@@ -211,3 +220,25 @@ def test_curation_killed_after_the_judges_answered_asks_no_judge_again(local_end
     with pytest.raises(Killed):
         stages.curate.curate_round_cascade(store, round_id, "curate-again", settings_k3)
     assert len(requests) == asked * 3 // 2  # only judge-3 is new: judges 1 and 2 answered already
+
+
+def test_judges_whose_endpoint_is_gone_are_counted_in_the_round_summary(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from flows.round import round_counts
+    from flows.views import print_round_summary
+    from tests.conftest import free_port
+    from tests.curation_data import build_round
+    from warehouse.settings import load_settings
+
+    monkeypatch.setenv("FLYWHEEL_OPENAI__RETRIES", "0")  # nobody answers at the port: no point in retrying
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    store, round_id = build_round(tmp_path / "data", episodes=4, rollouts=1,
+                                  curation={"judge_base_url": url, "judge_model": "m", "judge_k": 1})
+    counts = round_counts(store, round_id)
+    episodes = store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0]
+    assert counts["judge_errors"] == episodes >= 4
+    console = Console(record=True, width=200)
+    print_round_summary(console, {"round_id": round_id, "resumed": False, "shards_skipped": 0, "orphans_removed": 0,
+                                  **counts}, load_settings(None, data_dir=tmp_path / "data"))
+    assert f"{episodes} episode(s) got no usable judge reply" in console.export_text()

@@ -64,7 +64,18 @@ def test_round_with_30_percent_faults_accounts_for_every_episode(tmp_path, prefe
     assert all(text.startswith("Hey, ") for (text,) in worded)
 
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"][0]
-    assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0]
+    # the round's cost counts every call: the planner's (one a step) and the task writer's
+    usage = {r["role"]: r for r in status["model_usage"]}
+    assert set(usage) == {"planner", "writer"} and usage["planner"]["prompt_tokens"] == tokens[0]
+    assert usage["planner"]["calls"] == con.execute("SELECT count(*) FROM steps WHERE actor = 'planner'").fetchone()[0]
+    assert usage["writer"]["calls"] >= writers[f"openai:{MODEL}"] and usage["writer"]["prompt_tokens"] > 0
+    assert {r["model"] for r in usage.values()} == {MODEL}
+    assert status["episodes"] == 40 and status["prompt_tokens"] == tokens[0] + usage["writer"]["prompt_tokens"]
+    summary = run.stdout.splitlines()
+    worded, written = writers[f"openai:{MODEL}"], sum(writers.values())
+    assert (f"the model worded {worded} of {written} tasks" in run.stdout) == (worded < written), run.stdout
+    assert any(line.strip().startswith(f"model tokens: {status['prompt_tokens']:,} prompt") and "writer" in line
+               for line in summary), run.stdout
 
 
 @pytest.mark.parametrize("backend,runner", [("sqlite", "threads"), ("postgres", "threads"), ("sqlite", "processes")])

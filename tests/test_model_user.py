@@ -11,7 +11,8 @@ import pytest
 
 from flows.model_setup import StateJournal, engine_for, user_checked
 from generators.collect import collect_episodes
-from generators.model_user import USER_KEY, ModelUser
+from generators.model_user import ModelUser
+from warehouse.contract import USER_KEY
 from generators.modelserver import FaultConfig, serve_in_thread
 from generators.models.journal import MemoryJournal
 from generators.phone.families import get_family
@@ -216,6 +217,9 @@ def test_a_round_killed_after_user_answers_repeats_none_and_reports_bad_replies(
         assert len(answers) > 3 and journaled <= answers
         assert sum(asked.values()) == len(answers)
         assert json.loads(rerun.stdout)["user_fallbacks"] == []
+        # every user answer is in the round's cost, once, the three from before the kill included
+        [user] = [r for r in json.loads(rerun.stdout)["model_usage"] if r["role"] == "user"]
+        assert (user["model"], user["calls"]) == (MODEL, len(answers)) and user["prompt_tokens"] > 0
 
         server.set_faults(FaultConfig(rate=1.0, kinds={"empty": 1.0}))
         leaky = flywheel(*args, env={**env, "FLYWHEEL_ROUND__SEED": "7"}, cwd=tmp_path)

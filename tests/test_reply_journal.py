@@ -13,7 +13,7 @@ import pytest
 
 from flows.model_setup import StateJournal
 from generators.model_collect import ModelPlanner, ModelPolicy
-from generators.model_user import USER_KEY
+from warehouse.contract import USER_KEY
 from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint
 from generators.models.endpoint import ChatRequest, ToolCall
 from generators.collect import collect_episodes

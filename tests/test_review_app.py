@@ -279,6 +279,23 @@ def test_a_failed_episode_shows_its_attribution_beside_the_outcome(world):
         [c.value for c in at.caption]
 
 
+def test_the_queue_and_the_episode_say_which_split_an_episode_is_in(world):
+    store, _ = world
+    splits = dict(store.duck().execute("SELECT episode_id, split FROM episodes").fetchall())
+    held = sorted(e for e, sp in splits.items() if sp == "challenge")
+    assert held and len(held) < len(splits)  # the round holds both
+    at = _signed_in("ann")
+    held_rows = [m.value for m in at.markdown if "challenge: held out" in m.value]
+    assert len(held_rows) == len(held), [m.value for m in at.markdown]
+    for eid in (held[0], next(e for e, sp in sorted(splits.items()) if sp != "challenge")):
+        at.session_state["episode_id"] = eid
+        at.session_state["nav_to"] = "Episode"
+        at.run()
+        assert not at.exception
+        [line] = [c.value for c in at.caption if c.value.startswith(eid)]
+        assert f"split {splits[eid]}" in line and ("held out" in line) == (splits[eid] == "challenge"), line
+
+
 def test_dashboard_renders_its_plots(world):
     store, ids = world
     decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[0], decision="approve")

@@ -219,17 +219,24 @@ def test_a_temporary_prefect_server_that_does_not_start_is_one_line_and_nothing_
         assert s.exec(select(state.Round)).all() == []
 
 
-def test_ctrl_c_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, prefect_server):
-    env = cli_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="20", FLYWHEEL_ROUND__RUNNER="processes")
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm-to-the-group"])
+def test_ctrl_c_or_a_kill_stops_at_once_with_one_line_and_the_rerun_finishes(tmp_path, prefect_server, how):
+    # "sigterm-to-the-group": a scheduler stopping the job signals the round and its temporary Prefect
+    # server at once; Prefect's own SIGTERM handling then retried reporting to the dead server for minutes
+    server = prefect_server if how == "ctrl-c" else None
+    env = cli_env(server, FLYWHEEL_ROUND__SHARD_SIZE="20", FLYWHEEL_ROUND__RUNNER="processes")
     data = tmp_path / "flywheel-data"
     watcher = Store(data)
     proc = subprocess.Popen(
         [flywheel_executable(), "run", "--episodes", str(EPISODES), "--no-progress"],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
         wait_for("a committed shard", lambda: alive(proc) and watcher.done_keys("r0001", "episodes"), timeout=240)
-        proc.send_signal(signal.SIGINT)
+        if how == "ctrl-c":
+            proc.send_signal(signal.SIGINT)
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
         out, errs = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:

@@ -46,3 +46,26 @@ def test_an_old_state_database_gains_the_recovered_column(tmp_path, state_url):
     with engine.connect() as conn:
         assert state.add_missing_columns(conn) == []  # a second open changes nothing
     engine.dispose()
+
+
+def test_an_old_journal_of_judge_replies_gains_its_usage_and_counts_as_unknown(tmp_path, state_url):
+    url = state_url or f"sqlite:///{tmp_path / 'state.db'}"
+    old = sa.create_engine(url)
+    usage = {"model", "prompt_tokens", "completion_tokens"}
+    meta = sa.MetaData()
+    sa.Table("judge_replies", meta, *[c.copy() for c in SQLModel.metadata.tables["judge_replies"].columns
+                                      if c.name not in usage])
+    meta.create_all(old)
+    with old.begin() as conn:
+        conn.execute(sa.text("INSERT INTO judge_replies (key, round_id, judge, text, created_at) "
+                             "VALUES ('k1', 'r0001', 'judge-1', '{}', '2026-01-01 00:00:00+00')"))
+    old.dispose()
+    engine = state.make_engine(url)
+    with Session(engine) as s:
+        state.append_judge_reply(session=s, key="k2", round_id="r0001", judge="judge-1", text="{}",
+                                 usage=("m", 120, 8))
+        rows = sorted(state.model_usage(session=s)["r0001"], key=lambda r: r["model"])
+    # the old row counts as a call of an unknown model with no tokens; the new one with its usage
+    assert rows == [{"role": "judge", "model": "", "calls": 1, "prompt_tokens": 0, "completion_tokens": 0},
+                    {"role": "judge", "model": "m", "calls": 1, "prompt_tokens": 120, "completion_tokens": 8}]
+    engine.dispose()

@@ -27,6 +27,9 @@ Decision = Literal["approve", "reject", "needs_fix"]
 # The policy name of a reference demonstration: the family's reference solution followed exactly
 # (a failure curriculum's share of episodes). Not the model's own attempt: never paired, never measured.
 REFERENCE_POLICY = "reference"
+# Keys of the model-reply journal (model_replies) other than an episode id (the planner's): the
+# simulated user's calls and the task writer's, each followed by its episode or task id.
+USER_KEY, WRITER_KEY = "user:", "writer:"
 Termination = Literal[
     "finished",  # the agent called finish
     "budget_exhausted",  # step budget used up

@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
 from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
+from warehouse.contract import USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
@@ -403,6 +404,10 @@ class JudgeReply(SQLModel, table=True):
     judge: str
     text: str = ""
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    # what the call cost (rows journaled before these columns existed: unknown model, no tokens)
+    model: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    prompt_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 def judge_reply(*, session: Session, key: str) -> str | None:
@@ -411,11 +416,38 @@ def judge_reply(*, session: Session, key: str) -> str | None:
     return None if row is None else row.text
 
 
-def append_judge_reply(*, session: Session, key: str, round_id: str, judge: str, text: str) -> None:
-    """Journal one judge reply (first write wins) and commit it."""
+def append_judge_reply(*, session: Session, key: str, round_id: str, judge: str, text: str,
+                       usage: tuple[str, int, int] = ("", 0, 0)) -> None:
+    """Journal one judge reply (first write wins) and commit it; ``usage``: (model, prompt tokens,
+    completion tokens) of its call."""
     if session.get(JudgeReply, key) is None:
-        session.add(JudgeReply(key=key, round_id=round_id, judge=judge, text=text))
+        model, prompt, completion = usage
+        session.add(JudgeReply(key=key, round_id=round_id, judge=judge, text=text, model=model,
+                               prompt_tokens=prompt, completion_tokens=completion))
         session.commit()
+
+
+def model_usage(*, session: Session) -> dict[str, list[dict[str, Any]]]:
+    """What every round asked of models, from the journals: round id -> one row per role (planner,
+    user, writer, judge) and model, with calls and tokens. Each answered call is journaled once,
+    so a call is counted once, whatever was replayed, rerun or later discarded."""
+    table = ModelReply.__table__
+    key = table.c.episode_id
+    role = sa.case((key.startswith(USER_KEY), "user"), (key.startswith(WRITER_KEY), "writer"), else_="planner")
+    model = sa.func.coalesce(table.c.reply["model"].as_string(), "")
+    prompt = sa.func.coalesce(table.c.reply["prompt_tokens"].as_integer(), 0)
+    completion = sa.func.coalesce(table.c.reply["completion_tokens"].as_integer(), 0)
+    replies = sa.select(table.c.round_id, role, model, sa.func.count(), sa.func.sum(prompt), sa.func.sum(completion)
+                        ).group_by(table.c.round_id, role, model)
+    judges = JudgeReply.__table__.c
+    verdicts = sa.select(judges.round_id, sa.literal("judge"), judges.model, sa.func.count(),
+                         sa.func.sum(judges.prompt_tokens), sa.func.sum(judges.completion_tokens)
+                         ).group_by(judges.round_id, judges.model)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rid, who, name, calls, p, c in [*session.execute(replies), *session.execute(verdicts)]:
+        out.setdefault(rid, []).append({"role": who, "model": name or "", "calls": int(calls),
+                                        "prompt_tokens": int(p or 0), "completion_tokens": int(c or 0)})
+    return out
 
 
 def save_proposal(*, session: Session, data: dict[str, Any]) -> PlanProposal:

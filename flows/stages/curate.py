@@ -67,9 +67,11 @@ class JournaledJudge:
             known = state.judge_reply(session=s, key=key)
         if known is not None:
             return known
-        text = self.inner.reply(messages)
+        reply = self.inner.chat(messages)
+        text = reply.content or ""
         with self.store.session() as s:
-            state.append_judge_reply(session=s, key=key, round_id=self.round_id, judge=self.name, text=text)
+            state.append_judge_reply(session=s, key=key, round_id=self.round_id, judge=self.name, text=text,
+                                     usage=(reply.model or self.model, reply.prompt_tokens, reply.completion_tokens))
         return text
 
 

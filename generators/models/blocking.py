@@ -61,6 +61,10 @@ class EngineJudge:
     temperature: float = 0.0
     max_tokens: int = 256  # a verdict is one JSON object and a sentence; a rambling model cannot hold curation up
 
-    def reply(self, messages: list[dict[str, str]]) -> str:
+    def chat(self, messages: list[dict[str, str]]) -> ChatReply:
+        """The whole reply (its usage too)."""
         request = ChatRequest(messages=list(messages), temperature=self.temperature, max_tokens=self.max_tokens)
-        return self.engine.complete(request).content or ""
+        return self.engine.complete(request)
+
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        return self.chat(messages).content or ""

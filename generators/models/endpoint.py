@@ -48,6 +48,7 @@ class ChatReply:
     latency_ms: float = 0.0
     finish_reason: str = ""
     attempts: int = 1
+    model: str = ""  # the model asked, as configured (what prices are keyed by); set by the engine
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -114,7 +114,7 @@ class Engine:
                     failure = TransientFailure("timeout", f"no reply within {self.config.timeout_s:g}s")
                 else:
                     self.breaker.success()
-                    reply.attempts = attempt
+                    reply.attempts, reply.model = attempt, self.endpoint.model
                     self.stats.prompt_tokens += reply.prompt_tokens
                     self.stats.completion_tokens += reply.completion_tokens
                     if keep is not None:

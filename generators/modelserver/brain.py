@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from warehouse.contract import Action, TaskSpec
+from warehouse.contract import USER_KEY, Action, TaskSpec
 from warehouse.ids import digest
 
 from generators.phone.families import get_family
@@ -85,7 +85,7 @@ def writer_reply(messages: list[dict[str, Any]]) -> str:
     return json.dumps({"instruction": f"Hey, {text[:1].lower()}{text[1:]}" if text else "Hello"})
 
 
-USER_EPISODE_PREFIX = "user:"  # the episode header of the simulated user's calls
+USER_EPISODE_PREFIX = USER_KEY  # the episode header of the simulated user's calls
 
 
 def user_reply(task_ref: tuple[str, int, int, int] | None, messages: list[dict[str, Any]], fault: str | None) -> str:

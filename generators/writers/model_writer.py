@@ -15,7 +15,7 @@ from typing import Any
 
 from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
-from warehouse.contract import TaskSpec
+from warehouse.contract import WRITER_KEY, TaskSpec
 
 SYSTEM = (
     "You write the instruction a phone user gives their assistant. Vary the wording like real people do "
@@ -122,7 +122,7 @@ def writer_messages(task: TaskSpec, template_text: str) -> list[dict[str, Any]]:
 async def word_with_model(task: TaskSpec, engine: Engine, journal: Any, *, rounds: int, writer_name: str) -> TaskSpec:
     """``task`` with a model-worded instruction, or unchanged (template wording) after ``rounds``
     rejected replies or an endpoint failure. Replies are journaled under ``writer:<task id>``."""
-    key = f"writer:{task.task_id}"
+    key = f"{WRITER_KEY}{task.task_id}"
     journaled = journal.replies(key)
     messages = writer_messages(task, task.instruction)
     for attempt in range(rounds):

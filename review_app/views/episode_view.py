@@ -90,7 +90,9 @@ def render(ctx: Ctx, next_episode) -> None:
                if out and out.success is None else ":red[not verified]")
     st.subheader(f"{ep.family} · {verdict}")
     st.markdown(f"> {ep.instruction}")
-    st.caption(f"{ep.episode_id} · round {ep.round_id} · policy {ep.policy} · rollout {ep.rollout}")
+    st.caption(f"{ep.episode_id} · round {ep.round_id} · split {ep.split}"
+               + (" (held out: never in a training file)" if ep.split == "challenge" else "")
+               + f" · policy {ep.policy} · rollout {ep.rollout}")
     if is_reference(ep):
         st.info(REFERENCE_NOTE, icon=":material/school:")
 

@@ -89,7 +89,8 @@ def render(ctx: Ctx, open_episode) -> None:
         tag = ":violet[routed]" if row["routed"] else (":red[failed]" if not row["success"] else ":green[verified]")
         if row["reference"]:  # the reference solution, not the model: say so before anything else
             tag = ":blue[reference demonstration] · " + tag
-        c[1].markdown(f"{tag} · **{row['family']}** · {row['instruction'][:140]}")
+        held = " · :gray[challenge: held out]" if row["split"] == "challenge" else ""  # never trained on
+        c[1].markdown(f"{tag} · **{row['family']}**{held} · {row['instruction'][:140]}")
         c[2].caption(f"{row['steps']} steps · progress {row['progress']:.2f}")
         who = ", ".join(row["reviewers"]) or "nobody yet"
         marks = ", ".join(row["marks"])
