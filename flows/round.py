@@ -141,7 +141,8 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                  + ("in the round's own process" if inline else f"{n_workers} workers, {runner} runner"))
         with RoundProgress(enabled=show_progress, total=len(keys), done=len(keys) - len(todo),
                             round_id=round_id) as bar:
-            collect_shards(store, round_id, todo, doc, bar.advance, n_workers=n_workers, inline=inline)
+            collect_shards(store, round_id, todo, doc, bar.advance, n_workers=n_workers, inline=inline,
+                           model=plan.get("policy", {}).get("name") == "openai")
         curate_task(round_id, doc, show_progress)
         killpoints.reached("round.curated")
         finish_round(store, round_id)

@@ -12,6 +12,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from prefect import task
@@ -24,6 +25,7 @@ from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from flows.stages.write import load_later_sessions, load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
+from generators.models import Engine
 from generators.models.endpoint import EndpointGaveUp
 from generators.model_user import ModelUser
 from generators.planner import Plan
@@ -48,37 +50,46 @@ def shard_slots(plan_data: dict, key: str) -> list[tuple[int, int]]:
     return Plan.from_dict(plan_data).episode_slots()[i * shard_size : (i + 1) * shard_size]
 
 
+@dataclass
+class RunModels:
+    """The model engines a run of shards shares (None where it has no such model): the shards that
+    run at once in a worker keep to the worker's share of ``openai.concurrency`` together."""
+
+    planner: Engine | None = None
+    user: ModelUser | None = None
+
+
 @asynccontextmanager
-async def open_policy(name: str, seed: int, round_id: str, store: Store, settings: Settings) -> AsyncIterator[Policy]:
-    """The policy ``name`` (scripted, reference or openai) open for one batch of episodes; a
-    model policy journals its replies under ``round_id``."""
+async def open_models(round_id: str, store: Store, settings: Settings, *, planner: bool) -> AsyncIterator[RunModels]:
+    """The planner's engine (when ``planner``) and the model user (when ``[user]`` sets an endpoint;
+    else the scripted user answers), journaled under ``round_id``; closed, and their refusals
+    logged, at the end."""
+    models = RunModels()
+    try:
+        if planner:
+            models.planner = make_engine(settings, store, workers=workers(settings))
+        if settings.user.enabled:
+            models.user = make_model_user(settings, store, round_id, workers=workers(settings))
+        yield models
+    finally:
+        if models.planner is not None:
+            log_refusals(models.planner, "the planner")
+            await models.planner.close()
+        if models.user is not None:
+            log_refusals(models.user.engine, "the simulated user")
+            await models.user.engine.close()
+
+
+def policy_named(name: str, seed: int, round_id: str, store: Store, settings: Settings,
+                 engine: Engine | None) -> Policy:
+    """The policy ``name`` (scripted, reference or openai: over ``engine``, its replies journaled
+    under ``round_id``) for one batch of episodes."""
     if name == REFERENCE_POLICY:
-        yield ReferencePolicy(seed=seed)
-        return
+        return ReferencePolicy(seed=seed)
     if name != "openai":
-        yield ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
-        return
-    engine = make_engine(settings, store, workers=workers(settings))
-    try:
-        yield ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, round_id))
-    finally:
-        log_refusals(engine, "the planner")
-        await engine.close()
-
-
-@asynccontextmanager
-async def open_user(round_id: str, store: Store, settings: Settings) -> AsyncIterator[ModelUser | None]:
-    """The model user when ``[user]`` sets an endpoint (journaled under ``round_id``), else None: the
-    scripted user answers."""
-    if not settings.user.enabled:
-        yield None
-        return
-    user = make_model_user(settings, store, round_id, workers=workers(settings))
-    try:
-        yield user
-    finally:
-        log_refusals(user.engine, "the simulated user")
-        await user.engine.close()
+        return ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
+    assert engine is not None, "a model policy needs the run's engine"
+    return ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, round_id))
 
 
 def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]], settings: Settings,
@@ -86,10 +97,10 @@ def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]
     """Run ``(task, rollout)`` jobs with the named policy, concurrently on asyncio; records in job order."""
 
     async def run() -> list[EpisodeRecord]:
-        async with open_policy(policy, seed, round_id, store, settings) as actor, \
-                open_user(round_id, store, settings) as user:
+        async with open_models(round_id, store, settings, planner=policy == "openai") as models:
+            actor = policy_named(policy, seed, round_id, store, settings, models.planner)
             return await collect_episodes(jobs, actor, round_id=round_id, batch_id=batch_id or f"{round_id}-b0",
-                                          created_at=started, user=user)
+                                          created_at=started, user=models.user)
 
     return asyncio.run(run())
 
@@ -111,27 +122,62 @@ def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeR
                                       "outcomes": [r.outcome for r in records]})
 
 
-def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> dict[str, int]:
-    """Run the episodes of one shard and commit them (episodes, steps, outcomes) at once: each
-    by its slot's policy (the round's, or the reference policy for a reference demonstration).
-    Returns the shard's counts."""
-    with store.session() as s:
-        rnd = s.get(state.Round, round_id)
+def shard_jobs(store: Store, rnd: state.Round, key: str) -> dict[str, list[tuple[TaskSpec, int]]]:
+    """The ``(task, rollout)`` jobs of shard ``key`` by the policy of their slot (the round's, or the
+    reference policy for a reference demonstration), each task's later sessions with it."""
     plan = Plan.from_dict(rnd.plan)
     slots = shard_slots(rnd.plan, key)
-    tasks = load_tasks(store, round_id, {i: plan.slots[i] for i, _ in slots})
-    later = load_later_sessions(store, round_id, [t.scenario_id for t in tasks.values() if t.scenario_id])
+    tasks = load_tasks(store, rnd.id, {i: plan.slots[i] for i, _ in slots})
+    later = load_later_sessions(store, rnd.id, [t.scenario_id for t in tasks.values() if t.scenario_id])
     round_policy = rnd.plan.get("policy", {}).get("name", "scripted")
     # each session replays alone, so the sessions of a scenario may run concurrently
     jobs: dict[str, list[tuple[TaskSpec, int]]] = {}
     for i, rollout in slots:
         jobs.setdefault(plan.slots[i].policy or round_policy, []).extend(
             (t, rollout) for t in [tasks[i], *later.get(tasks[i].scenario_id, [])])
-    records = [r for policy, group in jobs.items()
-               for r in collect_records(store, round_id, group, settings, started, policy=policy, seed=rnd.seed)]
-    commit_records(store, round_id, key, records)
-    return {"episodes": len(records), "successes": sum(r.outcome.success for r in records),
-            "steps": sum(len(r.steps) for r in records)}
+    return jobs
+
+
+async def collect_run(store: Store, round_id: str, keys: list[str], settings: Settings, *,
+                      started: datetime | None = None, at_once: int = 1,
+                      done: Callable[[str, dict[str, int]], object] | None = None) -> dict[str, dict[str, int]]:
+    """Run the episodes of the shards ``keys`` and commit each shard (episodes, steps, outcomes) at
+    once, at most ``at_once`` shards at a time over the run's shared model engines, calling ``done``
+    with each shard's counts as it commits. The first failure stops the run with its own error;
+    shards committed before it stay. ``started``: the episodes' created_at (default: when their
+    shard starts)."""
+    with store.session() as s:
+        rnd = s.get(state.Round, round_id)
+    counts: dict[str, dict[str, int]] = {}
+    slots = asyncio.Semaphore(at_once)
+
+    async def one(key: str) -> None:
+        async with slots:
+            when = started or datetime.now(UTC)
+            records = [r for policy, group in shard_jobs(store, rnd, key).items()
+                       for r in await collect_episodes(
+                           group, policy_named(policy, rnd.seed, round_id, store, settings, models.planner),
+                           round_id=round_id, batch_id=f"{round_id}-b0", created_at=when, user=models.user)]
+            await asyncio.to_thread(commit_records, store, round_id, key, records)  # the other shards go on
+            counts[key] = {"episodes": len(records), "successes": sum(r.outcome.success for r in records),
+                           "steps": sum(len(r.steps) for r in records)}
+            if done is not None:
+                done(key, counts[key])
+
+    async with open_models(round_id, store, settings, planner=rnd.plan.get("policy", {}).get("name") == "openai") \
+            as models:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for key in keys:
+                    group.create_task(one(key))
+        except BaseExceptionGroup as group_error:  # the first failure says it best (e.g. EndpointDown)
+            raise group_error.exceptions[0] from None
+    return counts
+
+
+def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> dict[str, int]:
+    """Run the episodes of one shard and commit them at once (see :func:`collect_run`); its counts."""
+    return asyncio.run(collect_run(store, round_id, [key], settings, started=started))[key]
 
 
 # A worker collects a run of shards in one Prefect task (each shard still committed on its own):
@@ -141,9 +187,9 @@ RUNS_PER_WORKER = 4
 PROGRESS_POLL_S = 0.5
 
 
-def shard_runs(keys: list[str], n_workers: int) -> list[list[str]]:
-    """``keys`` cut into consecutive runs, about :data:`RUNS_PER_WORKER` per worker."""
-    n = max(1, min(len(keys), n_workers * RUNS_PER_WORKER))
+def shard_runs(keys: list[str], n_workers: int, per_worker: int = RUNS_PER_WORKER) -> list[list[str]]:
+    """``keys`` cut into consecutive runs, about ``per_worker`` per worker."""
+    n = max(1, min(len(keys), n_workers * per_worker))
     size, extra = divmod(len(keys), n)
     runs, start = [], 0
     for i in range(n):
@@ -153,18 +199,27 @@ def shard_runs(keys: list[str], n_workers: int) -> list[list[str]]:
     return [r for r in runs if r]
 
 
+# Shards at once in one worker of a model round: while one shard's last episodes finish (fewer
+# calls in flight than the worker's share) and it commits, the next one's calls fill the gap.
+# Sharing the engine keeps the share; a scripted round is CPU-bound, so one at a time.
+MODEL_SHARDS_AT_ONCE = 2
+
+
 @task(name="collect-shards", cache_policy=NO_CACHE)
 def collect_run_task(round_id: str, keys: list[str], settings: SettingsDoc) -> dict[str, int]:
-    """Collect and commit the shards ``keys`` one after another; logs each shard's counts to the run."""
+    """Collect and commit the shards ``keys`` (each committed on its own); logs each shard's counts to the run."""
     cfg = open_settings(settings)
     store = open_store(cfg)
-    totals = {"episodes": 0, "successes": 0, "steps": 0}
-    for key in keys:
-        counts = collect_shard(store, round_id, key, cfg, started=datetime.now(UTC))
+    with store.session() as s:
+        model = s.get(state.Round, round_id).plan.get("policy", {}).get("name") == "openai"
+
+    def logged(key: str, counts: dict[str, int]) -> None:
         run_log().info(f"{round_id}/{key}: {counts['episodes']} episodes, {counts['successes']} verified "
                        f"successes, {counts['steps']} steps")
-        totals = {k: totals[k] + counts[k] for k in totals}
-    return totals
+
+    counts = asyncio.run(collect_run(store, round_id, keys, cfg, at_once=MODEL_SHARDS_AT_ONCE if model else 1,
+                                     done=logged))
+    return {k: sum(c[k] for c in counts.values()) for k in ("episodes", "successes", "steps")}
 
 
 class CommitWatch:
@@ -202,9 +257,11 @@ class CommitWatch:
 
 
 def collect_shards(store: Store, round_id: str, keys: list[str], settings: SettingsDoc,
-                   advance: Callable[[], object], *, n_workers: int = 1, inline: bool = False) -> None:
+                   advance: Callable[[], object], *, n_workers: int = 1, inline: bool = False,
+                   model: bool = False) -> None:
     """Collect the shards ``keys`` through the flow's task runner, in runs spread over ``n_workers``
-    (see :func:`shard_runs`), calling ``advance`` as each shard commits. The first failure stops
+    (see :func:`shard_runs`; a ``model`` round's in one run per worker, whose shards overlap: see
+    :data:`MODEL_SHARDS_AT_ONCE`), calling ``advance`` as each shard commits. The first failure stops
     the round with its own error, once the runs still going have committed or failed. With
     ``inline`` (see flows.runners.collects_inline) they run one after another in this process
     instead: worker processes would cost more than they save."""
@@ -214,7 +271,8 @@ def collect_shards(store: Store, round_id: str, keys: list[str], settings: Setti
             advance()
         return
     with workers_report_here():
-        futures = [collect_run_task.submit(round_id, run, settings) for run in shard_runs(keys, n_workers)]
+        runs = shard_runs(keys, n_workers, 1 if model else RUNS_PER_WORKER)
+        futures = [collect_run_task.submit(round_id, run, settings) for run in runs]
     with CommitWatch(store, round_id, keys, advance):
         try:
             for future in as_completed(futures):
