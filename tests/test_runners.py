@@ -176,3 +176,46 @@ def test_a_dask_cluster_lost_mid_round_is_one_line(tmp_path, monkeypatch):
     assert "the local cluster" in str(cluster_lost(_settings(tmp_path, runner="dask"), lost))
     assert cluster_lost(_settings(tmp_path, dask_address="tcp://dask.internal:8786"), ValueError("a bug")) is None
     assert cluster_lost(_settings(tmp_path), lost) is None  # not a Dask round: not the cluster's doing
+
+
+def test_a_model_runs_shards_overlap_and_keep_the_workers_concurrency_share(tmp_path, monkeypatch):
+    """A worker of a model round keeps two shards going at once (the next one's calls fill the
+    last one's tail) over one engine: its calls in flight never pass its share of openai.concurrency,
+    and every shard is committed once."""
+    import asyncio
+    import json
+
+    from flows import stages
+    from flows.stages import collect
+    from generators.modelserver import FaultConfig, serve_in_thread
+    from generators.models import OpenAIEndpoint
+    from tests.conftest import single_session_families
+
+    with serve_in_thread(FaultConfig(latency_ms=10)) as server:
+        settings = load_settings(None, data_dir=tmp_path / "d", policy="openai",
+                                 openai={"base_url": server.base_url, "model": "flywheel-test", "concurrency": 6},
+                                 round={"episodes": 24, "workers": 2, "shard_size": 6, "seed": 3,
+                                        "families": json.loads(single_session_families())})
+        store = Store(tmp_path / "d")
+        rnd, _ = stages.open_or_resume_round(store, settings)
+        stages.write_tasks(store, rnd.id, rnd.plan)
+        seen = {"calls": 0, "peak_calls": 0, "shards": 0, "peak_shards": 0}
+
+        def counted(what: str, real):
+            async def wrapper(*args, **kwargs):
+                seen[what] += 1
+                seen[f"peak_{what}"] = max(seen[f"peak_{what}"], seen[what])
+                try:
+                    return await real(*args, **kwargs)
+                finally:
+                    seen[what] -= 1
+            return wrapper
+
+        monkeypatch.setattr(OpenAIEndpoint, "complete", counted("calls", OpenAIEndpoint.complete))
+        monkeypatch.setattr(collect, "collect_episodes", counted("shards", collect.collect_episodes))
+        keys = stages.shard_keys(rnd.plan)
+        counts = asyncio.run(collect.collect_run(store, rnd.id, keys, settings, at_once=collect.MODEL_SHARDS_AT_ONCE))
+    assert len(keys) == 4 and store.done_keys(rnd.id, "episodes") == set(keys)
+    assert sum(c["episodes"] for c in counts.values()) == 24
+    assert seen["peak_shards"] == 2  # overlapped, never more than asked
+    assert seen["peak_calls"] == 3  # the worker's share of 6 across 2 workers, filled and never passed
