@@ -64,8 +64,16 @@ def test_an_old_journal_of_judge_replies_gains_its_usage_and_counts_as_unknown(t
     with Session(engine) as s:
         state.append_judge_reply(session=s, key="k2", round_id="r0001", judge="judge-1", text="{}",
                                  usage=("m", 120, 8))
-        rows = sorted(state.model_usage(session=s)["r0001"], key=lambda r: r["model"])
-    # the old row counts as a call of an unknown model with no tokens; the new one with its usage
+        reply = {"content": "x", "tool_calls": [], "prompt_tokens": 50, "completion_tokens": 5, "model": "m"}
+        state.append_replies(session=s, round_id="r0001", replies=[
+            ("e1", 0, reply), ("e1", 1, reply), ("user:e1", 0, reply), ("writer:t1", 0, reply),
+            ("e2", 0, {k: v for k, v in reply.items() if k != "model"})])  # journaled before replies named it
+        rows = sorted(state.model_usage(session=s)["r0001"], key=lambda r: (r["role"], r["model"]))
+    # the old judge row counts as a call of an unknown model with no tokens; the new one with its usage
     assert rows == [{"role": "judge", "model": "", "calls": 1, "prompt_tokens": 0, "completion_tokens": 0},
-                    {"role": "judge", "model": "m", "calls": 1, "prompt_tokens": 120, "completion_tokens": 8}]
+                    {"role": "judge", "model": "m", "calls": 1, "prompt_tokens": 120, "completion_tokens": 8},
+                    {"role": "planner", "model": "", "calls": 1, "prompt_tokens": 50, "completion_tokens": 5},
+                    {"role": "planner", "model": "m", "calls": 2, "prompt_tokens": 100, "completion_tokens": 10},
+                    {"role": "user", "model": "m", "calls": 1, "prompt_tokens": 50, "completion_tokens": 5},
+                    {"role": "writer", "model": "m", "calls": 1, "prompt_tokens": 50, "completion_tokens": 5}]
     engine.dispose()
