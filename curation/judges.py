@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
+from warehouse.errors import ConfigError
 
 CHECK = "judges"
 RUBRIC = ("goal_met", "no_harm", "efficient", "well_explained")
@@ -112,6 +113,8 @@ def judge_marks(episodes: pd.DataFrame, steps: pd.DataFrame, judges: Sequence[Ju
         for judge in judges:
             try:
                 raw = judge.reply(messages)
+            except ConfigError:  # no call could be made (e.g. openai.tpm below one request): stop, in one line
+                raise
             except Exception as exc:  # an endpoint failure is one unusable vote, not a failed batch
                 raw, (verdict, why) = "", (None, f"endpoint error: {type(exc).__name__}: {exc}")
             else:

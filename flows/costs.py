@@ -27,7 +27,8 @@ def round_costs(store: Store, con: Any, prices: dict[str, Any] | None = None) ->
         "SELECT e.round_id, e.model, sum(o.prompt_tokens), sum(o.completion_tokens), sum(o.latency_ms) "
         "FROM episodes e JOIN outcomes o USING (episode_id) GROUP BY e.round_id, e.model ORDER BY 1, 2"
     ).fetchall():
-        mine = episodes.setdefault(rid, {"model": model or "", "latency_ms": 0.0, "rows": []})
+        mine = episodes.setdefault(rid, {"model": "", "latency_ms": 0.0, "rows": []})
+        mine["model"] = mine["model"] or model or ""  # a reference demonstration's episodes name no model
         mine["latency_ms"] += lat or 0
         if pt or ct:
             mine["rows"].append({"role": "planner", "model": model or "", "calls": None,

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from warehouse.contract import USER_KEY, TaskSpec  # USER_KEY: also the test server's episode header
+from warehouse.contract import FALLBACK, USER_KEY, TaskSpec  # USER_KEY: also the test server's episode header
 
-from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
+from generators.models.endpoint import ChatReply, ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
 from generators.models.journal import ReplyJournal
 from generators.phone.user import UserAnswer, judge_user_reply, scripted_user_reply, user_prompt
@@ -39,10 +39,23 @@ class ModelUser:
         request = ChatRequest(messages=user_prompt(task, question, options), max_tokens=self.max_tokens,
                               temperature=self.temperature,
                               headers={EPISODE_HEADER: key, TASK_HEADER: f"{task.family}:{task.seed}:{task.difficulty}:0"})
+        known = self.journal.replies(key)
+        if FALLBACK in known.get(index, {}):  # the planner saw the scripted answer here: it stays
+            return UserAnswer(scripted_user_reply(task, question, options), known[index][FALLBACK])
         try:
-            reply = await self.engine.journaled(self.journal, key, index, request)
+            reply = await self.engine.journaled(self.journal, key, index, request, known=known)
         except RequestRejected as exc:
-            return UserAnswer(scripted_user_reply(task, question, options), f"request refused: {exc}")
+            return await self.fall_back(task, key, index, question, options, f"request refused: {exc}")
         except TransientFailure as exc:
-            return UserAnswer(scripted_user_reply(task, question, options), f"no reply: {exc.kind}: {exc}")
+            return await self.fall_back(task, key, index, question, options, f"no reply: {exc.kind}: {exc}")
         return judge_user_reply(task, question, reply.content or "", options)
+
+    async def fall_back(self, task: TaskSpec, key: str, index: int, question: str, options: list[Any] | None,
+                        reason: str) -> UserAnswer:
+        """The scripted answer in place of a reply the endpoint did not give, journaled at the reply's
+        place before it is used: a rerun replays what the planner was answered, not a new reply (and
+        a reply journaled there first by another writer is the one used)."""
+        kept = await self.journal.append(key, index, {FALLBACK: reason})
+        if FALLBACK in kept:
+            return UserAnswer(scripted_user_reply(task, question, options), kept[FALLBACK])
+        return judge_user_reply(task, question, ChatReply.from_dict(kept).content or "", options)

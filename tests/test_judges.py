@@ -242,3 +242,16 @@ def test_judges_whose_endpoint_is_gone_are_counted_in_the_round_summary(tmp_path
     print_round_summary(console, {"round_id": round_id, "resumed": False, "shards_skipped": 0, "orphans_removed": 0,
                                   **counts}, load_settings(None, data_dir=tmp_path / "data"))
     assert f"{episodes} episode(s) got no usable judge reply" in console.export_text()
+
+
+def test_a_tpm_below_one_judge_request_stops_curation_in_one_line_not_as_unusable_votes(local_endpoint, tmp_path,
+                                                                                        monkeypatch):
+    from tests.curation_data import build_round
+    from warehouse.errors import ConfigError
+
+    url, requests = local_endpoint
+    monkeypatch.setenv("FLYWHEEL_OPENAI__TPM", "10")
+    with pytest.raises(ConfigError, match=r"^openai.tpm \(10\) is below one request's estimate"):
+        build_round(tmp_path / "data", episodes=4, rollouts=1,
+                    curation={"judge_base_url": url, "judge_model": "m", "judge_k": 1})
+    assert requests == []

@@ -136,6 +136,23 @@ def test_a_user_call_committed_before_a_kill_is_never_asked_again(tmp_path):
     assert records[0].outcome.user_fallbacks == []
 
 
+def test_a_scripted_answer_in_place_of_a_missing_reply_is_journaled_and_replayed_after_the_endpoint_heals():
+    """The planner went on from the scripted answer: a rerun (a kill, or a shard refused for an endpoint
+    that gave up) must replay that answer, not ask the healed user model and put a new reply before
+    planner steps that never saw it."""
+    tasks = _ask_tasks(2)
+    journal = MemoryJournal()
+    with serve_in_thread(FaultConfig(rate=1.0, kinds={"500": 1.0})) as server:
+        first = _collect(server, tasks, journal, retries=0)
+        server.set_faults(FaultConfig())
+        asked = _user_requests(server)
+        again = _collect(server, tasks, journal, retries=0)
+        assert _user_requests(server) == asked  # nothing asked again: the fallbacks were journaled
+    assert all(r.outcome.user_fallbacks for r in first)
+    assert [r.model_dump() for r in first] == [r.model_dump() for r in again]
+    assert all(f["reason"].startswith("no reply: 500") for r in again for f in r.outcome.user_fallbacks)
+
+
 @pytest.mark.parametrize("fault, reason", [("leak", "named a private fact it was not asked"),
                                            ("empty", "empty reply"), ("500", "no reply: 500")])
 def test_an_unusable_user_reply_is_replaced_counted_and_kept_never_a_traceback(fault, reason):

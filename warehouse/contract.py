@@ -30,6 +30,9 @@ REFERENCE_POLICY = "reference"
 # Keys of the model-reply journal (model_replies) other than an episode id (the planner's): the
 # simulated user's calls and the task writer's, each followed by its episode or task id.
 USER_KEY, WRITER_KEY = "user:", "writer:"
+# A journal entry in place of a simulated user's reply the endpoint did not give: the scripted
+# answer was used (the entry holds the reason), and a rerun uses it again. No call, no tokens.
+FALLBACK = "fallback"
 Termination = Literal[
     "finished",  # the agent called finish
     "budget_exhausted",  # step budget used up

@@ -89,10 +89,17 @@ CALLS_PER_CLIENT = 16
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
-    """One TLS context for every client of this process: the system's trusted certificates (or
-    SSL_CERT_FILE / SSL_CERT_DIR), as the client's own default. Each client used to load them
-    anew, tens of milliseconds of CPU each, and a round opens clients per shard."""
-    return ssl.create_default_context()
+    """One TLS context for every client of this process (each client used to load the certificates
+    anew, tens of milliseconds of CPU each, and a round opens clients per shard). It trusts what
+    either of the client's defaults across its versions trusts: the system's store (or
+    SSL_CERT_FILE / SSL_CERT_DIR) and certifi's bundle where certifi is installed."""
+    context = ssl.create_default_context()
+    try:
+        import certifi
+    except ImportError:
+        return context
+    context.load_verify_locations(certifi.where())
+    return context
 
 
 class OpenAIEndpoint:
