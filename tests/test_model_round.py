@@ -194,10 +194,13 @@ def test_endpoint_down_stops_the_round_in_one_line_and_a_rerun_finishes(tmp_path
     assert "Resumed and finished round r0001: 10 episodes" in rerun.stdout
 
 
+@pytest.mark.parametrize("then", ["heals", "stays down"])
 def test_an_endpoint_timing_out_every_call_commits_no_cut_off_episode_and_the_rerun_finishes(
-        tmp_path, prefect_server):
+        tmp_path, prefect_server, then):
     # every attempt times out; the waves of concurrent timeouts count once each for the breaker,
-    # so the episodes run out of retries before it opens: none of them may be committed as data
+    # so the episodes run out of retries before it opens: none of them may be committed as data.
+    # "stays down": the rerun is cut off at the same steps again, which is final (a request that
+    # always fails must not hold the round back for good): kept as endpoint_error, and said
     env = _fast_env(prefect_server, FLYWHEEL_ROUND__SHARD_SIZE="6", FLYWHEEL_OPENAI__RETRIES="1")
     with serve_in_thread(FaultConfig(rate=1.0, kinds={"timeout": 1.0}, timeout_s=1.0)) as server:
         cut = flywheel(*_model_args(server, "--episodes", "6"), env=env, cwd=tmp_path)
@@ -207,12 +210,20 @@ def test_an_endpoint_timing_out_every_call_commits_no_cut_off_episode_and_the_re
         assert "timeout" in lines[0] and "rerun" in lines[0]
         assert "Traceback" not in cut.stdout + cut.stderr
         assert _steps_committed(Store(tmp_path / "flywheel-data")) == 0
-        server.set_faults(FaultConfig())
+        if then == "heals":
+            server.set_faults(FaultConfig())
         rerun = flywheel(*_model_args(server), env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert "Resumed and finished round r0001: 6 episodes" in rerun.stdout
     terminations = Store(tmp_path / "flywheel-data").duck().execute("SELECT termination FROM outcomes").fetchall()
-    assert len(terminations) == 6 and ("endpoint_error",) not in terminations
+    assert len(terminations) == 6
+    if then == "heals":
+        assert ("endpoint_error",) not in terminations
+    else:
+        assert set(terminations) == {("endpoint_error",)}
+        assert "6 episode(s) ended because the model endpoint kept failing" in rerun.stdout
+        status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"][0]
+        assert status["model_usage"] == []  # no reply was ever given: no call to pay for
 
 
 def _prefect_warnings(prefect_url: str) -> list[str]:

@@ -33,6 +33,9 @@ USER_KEY, WRITER_KEY = "user:", "writer:"
 # A journal entry in place of a simulated user's reply the endpoint did not give: the scripted
 # answer was used (the entry holds the reason), and a rerun uses it again. No call, no tokens.
 FALLBACK = "fallback"
+# Journal keys of the places where the model endpoint gave up on an episode (``gave-up:<episode id>``,
+# at the step index): the unit was not committed; the same give-up at the same place on a rerun is final.
+GAVE_UP_KEY = "gave-up:"
 Termination = Literal[
     "finished",  # the agent called finish
     "budget_exhausted",  # step budget used up

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
 from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
-from warehouse.contract import FALLBACK, USER_KEY, WRITER_KEY
+from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
@@ -439,6 +439,7 @@ def model_usage(*, session: Session) -> dict[str, list[dict[str, Any]]]:
     completion = sa.func.coalesce(table.c.reply["completion_tokens"].as_integer(), 0)
     replies = (sa.select(table.c.round_id, role, model, sa.func.count(), sa.func.sum(prompt), sa.func.sum(completion))
                .where(table.c.reply[FALLBACK].as_string().is_(None))  # a user reply the endpoint never gave
+               .where(~key.startswith(GAVE_UP_KEY))  # where the endpoint gave up: no reply
                .group_by(table.c.round_id, role, model))
     judges = JudgeReply.__table__.c
     verdicts = sa.select(judges.round_id, sa.literal("judge"), judges.model, sa.func.count(),
