@@ -219,3 +219,37 @@ def test_a_model_runs_shards_overlap_and_keep_the_workers_concurrency_share(tmp_
     assert sum(c["episodes"] for c in counts.values()) == 24
     assert seen["peak_shards"] == 2  # overlapped, never more than asked
     assert seen["peak_calls"] == 3  # the worker's share of 6 across 2 workers, filled and never passed
+
+
+def test_an_episode_cut_off_again_is_kept_only_when_cut_off_at_the_same_step(tmp_path):
+    """The escape from a request that always fails is narrow: a rerun that gets further and is cut
+    off at a later step has not failed the same way, and its shard is refused again."""
+    from datetime import UTC, datetime
+
+    from flows.stages.collect import commit_records
+    from generators.collect import run_episode
+    from generators.models.endpoint import EndpointGaveUp
+    from generators.phone.families import FAMILIES
+    from generators.policies import ScriptedPolicy
+
+    store = Store(tmp_path / "d")
+    with store.session() as s:
+        rnd = state.open_round(session=s, requested_episodes=1, seed=1, plan={})
+    full = run_episode(FAMILIES["F01"].make_task(0), ScriptedPolicy(seed=1, error_rates={}), rollout=0,
+                       round_id=rnd.id, batch_id="b", created_at=datetime.now(UTC))
+    assert len(full.steps) >= 3
+
+    def cut_at(step: int):
+        rec = full.model_copy(deep=True)
+        rec.steps = rec.steps[:step]
+        rec.outcome.termination = "endpoint_error"
+        return rec
+
+    with pytest.raises(EndpointGaveUp, match="1 of 1 episodes"):
+        commit_records(store, rnd.id, "s00000", [cut_at(1)])
+    with pytest.raises(EndpointGaveUp):  # further this time, cut off elsewhere: not the same failure
+        commit_records(store, rnd.id, "s00000", [cut_at(2)])
+    assert not store.done_keys(rnd.id, "episodes")
+    commit_records(store, rnd.id, "s00000", [cut_at(2)])  # the same step again: kept, as endpoint_error
+    assert store.done_keys(rnd.id, "episodes") == {"s00000"}
+    assert store.duck().execute("SELECT termination FROM outcomes").fetchall() == [("endpoint_error",)]
