@@ -42,8 +42,9 @@ def test_a_new_kept_world_is_frozen_and_a_cached_one_costs_nothing(fresh_count):
     assert not any(id(t) in tracked for t in kept.tables.values())  # the collector no longer walks them
     assert id(start.world) in tracked  # the episode's own copy is walked as usual
     frozen = gc.get_freeze_count()
-    family.initial_world(task)  # cached: no freeze
-    assert gc.get_freeze_count() == frozen and longlived._settled[0] == 1
+    family.initial_world(task)  # cached: no freeze (nothing settled again, nothing added to the frozen)
+    # (the count may fall: a frozen object whose last reference goes is freed, e.g. by another test's leftovers)
+    assert gc.get_freeze_count() <= frozen and longlived._settled[0] == 1
 
 
 def test_a_garbage_cycle_a_freeze_held_back_is_reclaimed_at_the_next_refreeze(fresh_count):

@@ -179,6 +179,8 @@ def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server
         assert page.evaluate("() => window.__leaked") == []
         # as the README says: a reload asks to sign in again, and the draft is kept
         page.keyboard.press("n")
+        # while Streamlit reruns, the page it leaves may still be drawn beside the new one: wait for one
+        expect(page.get_by_text("First wrong step: none marked")).to_have_count(1)
         expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
         page.wait_for_function("() => window.__flywheelKeys.map.e === 'kb_mark_error'")
         page.keyboard.press("e")
