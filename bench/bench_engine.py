@@ -60,8 +60,11 @@ async def plain_loop(base_url: str, request: ChatRequest, concurrency: int, call
 
 
 async def engine_loop(base_url: str, request: ChatRequest, concurrency: int, calls: int, model: str = MODEL) -> None:
+    # a fixed level, as the plain loop holds: this compares what a call costs, not how the limit adapts
+    # (bench_adaptive.py measures that)
     engine = Engine(OpenAIEndpoint(base_url=base_url, api_key="bench", model=model, timeout_s=305),
-                    EngineConfig(concurrency=concurrency, timeout_s=300, retries=4, rpm=10_000_000, tpm=10_000_000_000))
+                    EngineConfig(concurrency=concurrency, adaptive=False, timeout_s=300, retries=4, rpm=10_000_000,
+                                 tpm=10_000_000_000))
     await asyncio.gather(*(engine.complete(request) for _ in range(calls)))
     await engine.close()
 

@@ -33,7 +33,7 @@ def probe(settings: Settings) -> None:
 
 
 def engine_config(cfg: OpenAISettings) -> EngineConfig:
-    return EngineConfig(concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm, timeout_s=cfg.timeout_s,
+    return EngineConfig(concurrency=cfg.concurrency, adaptive=cfg.adaptive_concurrency, rpm=cfg.rpm, tpm=cfg.tpm, timeout_s=cfg.timeout_s,
                         retries=cfg.retries, backoff_s=cfg.backoff_s, backoff_max_s=cfg.backoff_max_s,
                         breaker_failures=cfg.breaker_failures)
 
@@ -57,8 +57,10 @@ def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model
     ``cfg.concurrency``, and all book their calls in ``bookings`` (shared limits) when given."""
     # the client's own timeout is a backstop; the engine times each attempt itself
     from generators.models import OpenAIEndpoint
+    from generators.modelserver.llama import log_for
 
-    endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5)
+    endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5,
+                              server_log=log_for(base_url))
     config = engine_config(cfg)
     config.concurrency = max(1, -(-cfg.concurrency // workers))
     return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{base_url}:{model}")

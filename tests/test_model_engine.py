@@ -146,7 +146,8 @@ def test_a_stall_that_times_out_every_call_in_flight_at_once_is_one_failure_not_
         return _ok()
 
     async def main():
-        engine = Engine(FakeEndpoint(stall_once), EngineConfig(concurrency=16, timeout_s=0.05, retries=2,
+        # sixteen in flight at once from the start (a fixed limit: the adaptive one starts at one)
+        engine = Engine(FakeEndpoint(stall_once), EngineConfig(concurrency=16, adaptive=False, timeout_s=0.05, retries=2,
                                                                backoff_s=0.001, backoff_max_s=0.01,
                                                                breaker_failures=6), rng=random.Random(0))
         replies = await asyncio.gather(*(engine.complete(_request()) for _ in range(16)))

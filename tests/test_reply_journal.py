@@ -204,7 +204,7 @@ def test_a_reply_holds_its_concurrency_slot_until_it_is_journaled():
 
     async def main():
         endpoint = FakeEndpoint(lambda _: ChatReply(content="ok", tool_calls=[]))
-        engine, journal = Engine(endpoint, EngineConfig(concurrency=2)), Slow()
+        engine, journal = Engine(endpoint, EngineConfig(concurrency=2, adaptive=False)), Slow()  # two from the start
         calls = [asyncio.create_task(engine.journaled(journal, f"e{i}", 0, ChatRequest(messages=[])))
                  for i in range(5)]
         for _ in range(20):

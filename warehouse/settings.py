@@ -137,10 +137,13 @@ class OpenAISettings(_Section):
     base_url: str | None = None  # e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
     model: str | None = None
     api_key: SecretStr | None = None  # FLYWHEEL_OPENAI__API_KEY, or OPENAI_API_KEY read at the edge
-    concurrency: int = Field(8, ge=1, le=4096)  # model calls in flight at once
+    # model calls in flight at once, at most; with adaptive_concurrency, as many as the server keeps up with
+    concurrency: int = Field(64, ge=1, le=4096)
+    adaptive_concurrency: bool = True  # false: always ``concurrency`` calls in flight
     rpm: int | None = Field(None, ge=1)  # requests per minute (None: no limit)
     tpm: int | None = Field(None, ge=1)  # tokens per minute (None: no limit)
-    timeout_s: float = Field(60.0, gt=0)  # per call
+    # per call, from when it is sent: long enough for a first prompt of ~2k tokens on a 2-core CPU server
+    timeout_s: float = Field(120.0, gt=0)
     retries: int = Field(4, ge=0, le=20)  # on 429, 5xx, timeouts, connection errors
     backoff_s: float = Field(0.5, ge=0)  # first backoff; doubles each retry, with jitter
     backoff_max_s: float = Field(30.0, ge=0)

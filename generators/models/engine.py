@@ -1,7 +1,8 @@
 """The collection engine's model-call layer: bounded, rate-limited, retried, with a circuit breaker.
 
 Every model call of a round goes through one ``Engine``. It holds at most
-``concurrency`` calls in flight, keeps to requests-per-minute and tokens-per-minute,
+``concurrency`` calls in flight (by default fewer: as many as the server keeps up with, see
+:mod:`generators.models.adaptive`), keeps to requests-per-minute and tokens-per-minute,
 gives each attempt a timeout, retries 429 / 5xx / timeouts / dropped connections with
 exponential backoff and jitter (a Retry-After from the server wins), and opens a
 circuit when the endpoint keeps failing: every waiting call then raises EndpointDown
@@ -14,22 +15,29 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from generators.models.adaptive import ConcurrencyLimit
 from generators.models.endpoint import ChatReply, ChatRequest, Endpoint, EndpointDown, RequestRejected, TransientFailure
 from generators.models.journal import ReplyJournal
 from generators.models.limits import Bookings, CircuitBreaker, RateLimiter
 from warehouse.errors import ConfigError
 
 
+# failures an overloaded server gives (its queue outgrew our timeout, it sheds load, it fell over)
+OVERLOAD = frozenset({"timeout", "connection", "429", "502", "503", "504"})
+
+
 @dataclass
 class EngineConfig:
-    concurrency: int = 8
+    concurrency: int = 64  # the ceiling; with ``adaptive`` the engine finds how many the server keeps up with
+    adaptive: bool = True
     rpm: int | None = None
     tpm: int | None = None
-    timeout_s: float = 60.0
+    timeout_s: float = 120.0
     retries: int = 4
     backoff_s: float = 0.5
     backoff_max_s: float = 30.0
@@ -54,7 +62,9 @@ class Engine:
         """``bookings``: where the RPM and TPM schedules live when several engines (threads,
         processes, machines) share them; by default this engine's own."""
         self.endpoint, self.config = endpoint, config
-        self.slots = asyncio.Semaphore(config.concurrency)
+        self.slots = ConcurrencyLimit(config.concurrency, adaptive=config.adaptive)
+        self._seeded = asyncio.Event() if config.adaptive else None
+        self._seeding = False
         self.rpm = RateLimiter(config.rpm, bookings=bookings, key=f"{limit_key}:rpm") if config.rpm else None
         self.tpm = RateLimiter(config.tpm, bookings=bookings, key=f"{limit_key}:tpm") if config.tpm else None
         self.breaker = CircuitBreaker(config.breaker_failures)
@@ -64,6 +74,21 @@ class Engine:
     @property
     def model(self) -> str:
         return self.endpoint.model
+
+    async def _seed(self) -> None:
+        """Ask the server once how many requests it runs at once (where it says: llama.cpp's /props);
+        the first call asks, the others wait for its answer."""
+        if self._seeded is None or self._seeded.is_set():
+            return
+        if self._seeding:
+            await self._seeded.wait()
+            return
+        self._seeding = True
+        try:
+            slots = getattr(self.endpoint, "server_slots", None)
+            self.slots.seed(await slots() if slots is not None else None)
+        finally:
+            self._seeded.set()
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``attempt`` (1-based): the server's Retry-After if it
@@ -93,7 +118,9 @@ class Engine:
                 raise ConfigError(f"openai.tpm ({self.config.tpm:,}) is below one request's estimate ({estimate:,} "
                                   "tokens, tool schemas counted): no call could keep to it; raise openai.tpm")
             ticket, failure = None, None
-            async with self.slots:
+            await self._seed()
+            generation = await self.slots.acquire()
+            try:
                 try:
                     # booked once a slot is ours, when the request is about to go out: a request
                     # queued for a slot holds no booking that would push everyone else's back
@@ -103,8 +130,10 @@ class Engine:
                         await self.tpm.acquire(estimate)
                     self.stats.attempts += 1
                     ticket = self.breaker.sent()
+                    sent = time.perf_counter()
                     async with asyncio.timeout(self.config.timeout_s):
                         reply = await self.endpoint.complete(request)
+                    took_ms = (time.perf_counter() - sent) * 1000
                 except RequestRejected as exc:  # sending it again would not help; the endpoint is fine
                     self.stats.rejections[str(exc)] += 1
                     raise
@@ -114,16 +143,21 @@ class Engine:
                     failure = TransientFailure("timeout", f"no reply within {self.config.timeout_s:g}s")
                 else:
                     self.breaker.success()
+                    self.slots.record(generation, took_ms, reply.completion_tokens)
                     reply.attempts, reply.model = attempt, self.endpoint.model
                     self.stats.prompt_tokens += reply.prompt_tokens
                     self.stats.completion_tokens += reply.completion_tokens
                     if keep is not None:
                         reply = await keep(reply)
+            finally:
+                await self.slots.release()
             if failure is None:
                 if self.tpm:
                     await self.tpm.settle(reply.prompt_tokens + reply.completion_tokens - estimate)
                 return reply
             self.stats.failures[failure.kind] += 1
+            if failure.kind in OVERLOAD:
+                self.slots.overloaded(generation)
             self.breaker.failure(f"{failure.kind}: {failure}", ticket)
             if attempt > self.config.retries:
                 raise failure

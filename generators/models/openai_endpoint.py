@@ -8,8 +8,10 @@ import json
 import re
 import ssl
 import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 
 from generators.models.endpoint import (
@@ -111,8 +113,12 @@ class OpenAIEndpoint:
     call than all the rest of a round (see README, Speed). The client still sends the request
     and raises its typed errors, mapped below."""
 
-    def __init__(self, *, base_url: str | None, api_key: str, model: str, timeout_s: float = 60.0):
-        self.model, self.base_url = model, base_url
+    def __init__(self, *, base_url: str | None, api_key: str, model: str, timeout_s: float = 60.0,
+                 server_log: Path | None = None):
+        """``server_log``: the log of the server at ``base_url`` where we started it (its last line is
+        quoted when the server stops answering)."""
+        self.model, self.base_url, self.server_log = model, base_url, server_log
+        self.answered = False  # the server has answered at least once (a later refusal means it went away)
         self.new_client = lambda: openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s,
             http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()))
@@ -142,8 +148,9 @@ class OpenAIEndpoint:
         except openai.APITimeoutError as exc:
             raise TransientFailure("timeout", "the model call timed out") from exc
         except openai.APIConnectionError as exc:
-            raise TransientFailure("connection", f"cannot reach {self.base_url}: {exc}") from exc
+            raise TransientFailure("connection", self.unreachable(exc)) from exc
         except openai.RateLimitError as exc:
+            self.answered = True
             raise TransientFailure("429", _message_of(exc), _retry_after(exc)) from exc
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             # the server's message may echo part of the key: not shown
@@ -151,16 +158,44 @@ class OpenAIEndpoint:
         except openai.NotFoundError as exc:
             raise EndpointRefused(f"{self.base_url}: model {self.model!r} not found: {_message_of(exc)}") from exc
         except openai.APIStatusError as exc:
+            self.answered = True
             message = _message_of(exc)
             if is_refusal(exc.status_code, message, _error_type(exc)):
                 raise RequestRejected(f"{exc.status_code}: {short(message)}", exc.status_code) from exc
             raise TransientFailure(str(exc.status_code), short(message), _retry_after(exc)) from exc
         except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page said "json")
+            self.answered = True
             raise TransientFailure("malformed_reply", f"the reply is not JSON: {exc}") from exc
         finally:
             self.in_flight[i] -= 1
+        self.answered = True
         latency_ms = (time.perf_counter() - start) * 1000
         return reply_from_body(body, latency_ms)
+
+    def unreachable(self, exc: openai.APIConnectionError) -> str:
+        """What a failed connection means: never reached, or (after the server had answered) a server
+        that stopped answering, perhaps crashed, with the last line of its log where we started it."""
+        cause = exc.__cause__ or exc
+        why = str(cause).strip() or type(cause).__name__
+        if not self.answered:
+            return f"cannot reach {self.base_url}: {why}"
+        line = last_log_line(self.server_log)
+        return (f"the model server at {self.base_url} stopped answering ({why}) after it had answered: it may have "
+                "crashed" + (f"; its log ends: {line}" if line else ""))
+
+    async def server_slots(self) -> int | None:
+        """How many requests the server works on at once, where it says (llama.cpp's ``/props``
+        ``total_slots``); None when it does not (most servers) or cannot be asked."""
+        if not self.base_url:
+            return None
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        try:
+            async with httpx.AsyncClient(verify=tls_context(), timeout=5.0) as client:
+                resp = await client.get(f"{root}/props", headers=self.auth)
+            slots = resp.json().get("total_slots") if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
     async def list_models(self) -> list[str]:
         page = await self.clients[0].models.list()
@@ -169,6 +204,26 @@ class OpenAIEndpoint:
     async def close(self) -> None:
         for client in self.clients:
             await client.close()
+
+
+_TELLING = re.compile(r"fatal|segmentation|abort|killed|signal|error|exception", re.I)
+
+
+def last_log_line(log: Path | None) -> str:
+    """The last line of a server's log that says what went wrong (a crash's "Fatal Python error:
+    Segmentation fault" comes before the stack it prints), else its last line; "" when none."""
+    if log is None:
+        return ""
+    try:
+        with open(log, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    telling = [line for line in lines if _TELLING.search(line) and not line.startswith("File ")]
+    return short((telling or lines)[-1], 240) if lines else ""
 
 
 def request_body(model: str, request: ChatRequest) -> dict[str, Any]:

