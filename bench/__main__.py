@@ -39,6 +39,8 @@ BENCHES = [
     Bench("phone", "bench_phone.py", "20,000 steps/s/core", "x >= 1",
           r"PhoneEnv\.step.*x(?P<ratio>[\d.]+) target"),
     Bench("engine", "bench_engine.py", "plain asyncio + openai", ">= 0.90", r"worst ratio (?P<ratio>[\d.]+)"),
+    Bench("adaptive concurrency", "bench_adaptive.py", "the best fixed level", ">= 0.90",
+          r"worst ratio (?P<ratio>[\d.]+)"),
     Bench("model round", "bench_model_round.py", "plain asyncio + openai", ">= 1.5",
           r"ratio round / plain loop: (?P<ratio>[\d.]+).*"),
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),

@@ -57,7 +57,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--slots", default="1,4,32", help="comma-separated server slot counts")
     args = parser.parse_args()
-    latency_ms, token_ms = (10.0, 0.5) if args.quick else (40.0, 2.0)
+    # replies of ~120 ms (~60 ms quick): slow enough that the client's own CPU is never what limits a level
+    latency_ms, token_ms = (30.0, 1.0) if args.quick else (60.0, 2.0)
     print(f"adaptive concurrency (default: ceiling {CEILING}, nothing set) vs fixed levels; server: "
           f"{latency_ms:g} ms + {token_ms:g} ms per completion token a reply, N slots, the rest queued")
     print(f"{'slots':>5} {'calls':>6} {'fixed level: calls/s':<46} {'adaptive/s':>10} {'ratio':>6} "
@@ -65,7 +66,7 @@ def main() -> int:
     worst = float("inf")
     for slots in (int(s) for s in args.slots.split(",")):
         levels = sorted({1, max(1, slots // 2), slots, 2 * slots, CEILING})
-        calls = (20 if args.quick else 60) * slots + (40 if args.quick else 160)
+        calls = (10 if args.quick else 30) * slots + (40 if args.quick else 100)
         fixed_cfg = dict(timeout_s=600.0, adaptive=False)
         with serve_in_process(FaultConfig(latency_ms=latency_ms, token_ms=token_ms, slots=slots)) as server:
             asyncio.run(run_calls(server.base_url, EngineConfig(concurrency=slots, **fixed_cfg), 2 * slots))  # warm

@@ -22,6 +22,20 @@ def test_bench_engine_quick_prints_ratios_and_cpu_per_call():
     assert "worst ratio" in proc.stdout
 
 
+def test_bench_adaptive_quick_compares_the_default_with_fixed_levels_per_server():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_adaptive.py"), "--quick", "--slots", "1,4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [r[0] for r in rows] == ["1", "4"]
+    for row in rows:
+        fixed = dict(cell.split(":") for cell in row[2:-4])
+        adaptive, ratio = float(row[-4]), float(row[-3])
+        assert row[0] in fixed and abs(ratio - adaptive / max(float(v) for v in fixed.values())) < 0.01
+        assert row[-1] == "0"  # the default timed out nothing against a server with a queue
+    assert "worst ratio" in proc.stdout
+
+
 def test_bench_semantic_quick_prints_recall_and_false_positives():
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_semantic.py"), "--quick"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)

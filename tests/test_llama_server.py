@@ -5,7 +5,9 @@ are skipped with the command to run).
 
 The request shapes are checked against the real server's own validation (today's accepted,
 the old ones refused, and refused as a request, not as an outage), then a small round runs
-through the real command line with the model planner and the model writer.
+through the real command line with the model planner and the model writer, at the defaults
+(no concurrency or timeout set: the engine finds that this server answers one request at a
+time), and a round whose server crashes under it says so, quoting the server's log.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import sqlite3
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +30,7 @@ from generators.models.endpoint import RequestRejected, ToolCall
 from generators.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.test_message_shapes import old_shapes
 from warehouse import state
 from warehouse.store import Store
@@ -34,13 +40,17 @@ VENV = Path(os.environ.get("FLYWHEEL_LLAMA_VENV") or default_venv())
 WHEN = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def llama():
+def _require_server() -> None:
     why = missing(VENV)
     if why:
         if os.environ.get("CI"):
             pytest.fail(why)  # CI installs it (.ci/run); a missing server there is a broken build
         pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    _require_server()
     # the server ignores max_tokens when the model may choose a tool, so a reply can ramble on until the
     # context is full: a small context (a 3-step conversation takes ~2k tokens) bounds the slowest reply
     with LlamaServer(VENV, n_ctx=3072) as server:
@@ -100,12 +110,11 @@ def test_the_real_server_takes_todays_shapes_and_refuses_the_old_ones_as_a_reque
 
 @pytest.mark.timeout(900)  # about 2 minutes on a busy 2-core machine (load 9), the server's first prompt a third of it
 def test_a_small_round_against_the_real_server_ends_by_finish_or_budget(llama, tmp_path, prefect_server):
-    # As cheap as a whole round can be: one task, three rollouts of it, three replies each. One call at a
-    # time and one episode a shard: llama.cpp keeps the last conversation's state, so each prompt extends
-    # one it has seen (the rollouts' first prompts are the same) and only the new turns are evaluated.
-    # max_tokens is sent but the server ignores it when the model may choose a tool (tool_choice auto).
-    env = cli_env(prefect_server, FLYWHEEL_OPENAI__CONCURRENCY="1", FLYWHEEL_OPENAI__TIMEOUT_S="600",
-                  FLYWHEEL_OPENAI__MAX_TOKENS="32", FLYWHEEL_OPENAI__MAX_STEPS="3",
+    # As cheap as a whole round can be: one task, three rollouts of it, three replies each, one episode a
+    # shard. No concurrency or timeout is set: at the defaults the engine starts at one call in flight and
+    # finds that more only wait in this server's line. max_tokens is sent but the server ignores it when
+    # the model may choose a tool (tool_choice auto).
+    env = cli_env(prefect_server, FLYWHEEL_OPENAI__MAX_TOKENS="32", FLYWHEEL_OPENAI__MAX_STEPS="3",
                   FLYWHEEL_OPENAI__WRITER_ROUNDS="1", FLYWHEEL_ROUND__SHARD_SIZE="1",
                   # more than max_steps: prose where a call is due stays an invalid step, never the end
                   FLYWHEEL_OPENAI__MAX_INVALID_REPLIES="4")
@@ -138,3 +147,45 @@ def test_a_small_round_against_the_real_server_ends_by_finish_or_budget(llama, t
         journal = state.journaled_replies(session=s, round_id=round_id)
     writer_keys = [k for k in journal if k.startswith("writer:")]
     assert len(writer_keys) == 1  # the model writer was asked for the one task, through the engine's journal
+
+
+@pytest.mark.timeout(900)
+def test_a_server_that_crashes_mid_round_is_named_with_the_last_line_of_its_log(tmp_path, prefect_server):
+    """The server dies of a segmentation fault after it has answered (what a build for another CPU
+    did on its first real prompt): the round stops in one line that names the server, says it may
+    have crashed and quotes its log, where the round looks for the log of a server we started."""
+    _require_server()
+    env = cli_env(prefect_server, FLYWHEEL_OPENAI__MAX_TOKENS="32", FLYWHEEL_OPENAI__MAX_STEPS="3")
+    with LlamaServer(VENV, n_ctx=3072) as server:
+        proc = subprocess.Popen([flywheel_executable(), "run", "--policy", "openai", "--model", MODEL_ALIAS,
+                                 "--base-url", server.base_url, "--episodes", "2", "--rollouts", "1",
+                                 "--families", "F01", "--no-progress"],
+                                env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            db = tmp_path / "flywheel-data" / "state.db"
+            deadline = time.monotonic() + 600
+            while not _replies_journaled(db):  # the server has answered a planner's call
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "no reply journaled in 10 minutes"
+                time.sleep(0.2)  # polling the round's journal
+            os.kill(server.proc.pid, signal.SIGSEGV)
+            out, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in out + err
+    line = " ".join(err.split())  # one message (the console wraps it at its width)
+    assert line.startswith("error: the model endpoint failed"), err
+    assert f"the model server at {server.base_url} stopped answering" in line, err
+    assert "may have crashed; its log ends: Fatal Python error: Segmentation fault" in line, err
+
+
+def _replies_journaled(db: Path) -> bool:
+    if not db.exists():
+        return False
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
+            return con.execute("SELECT count(*) FROM model_replies").fetchone()[0] > 0
+    except sqlite3.Error:  # not made yet, or locked for a moment
+        return False

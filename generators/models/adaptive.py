@@ -31,6 +31,7 @@ GROW_BELOW = 1.25  # a window this close to the uncongested latency means room f
 SHRINK_ABOVE = 1.6  # a window this much slower means calls are queueing at the server
 TARGET = 1.2  # after a shrink, aim at about this slowdown
 MIN_WINDOW = 6  # replies a decision waits for (or the limit's worth, whichever is more)
+SLOW_START_WINDOW = 3  # the same while the limit doubles (or half the limit's worth)
 
 
 @dataclass
@@ -95,7 +96,10 @@ class ConcurrencyLimit:
         if not self.adaptive or generation != self.generation:
             return
         self.window.append(latency_ms / (max(0, completion_tokens) + 1))
-        if len(self.window) < max(MIN_WINDOW, self.limit):
+        # while it doubles, half the limit's replies decide (a doubling a half round trip: the ramp is over in
+        # a few replies); after, a whole limit's worth (a step a round trip)
+        if len(self.window) < (max(SLOW_START_WINDOW, self.limit // 2) if self.slow_start
+                               else max(MIN_WINDOW, self.limit)):
             return
         current = median(self.window)
         self.window = []
