@@ -82,7 +82,7 @@ def main() -> int:
         best = max(fixed.values())
         ratio = rate / best
         worst = min(worst, ratio)
-        shown = " ".join(f"{lvl}:{r:.0f}" for lvl, r in fixed.items())
+        shown = " ".join(f"{lvl}:{r:.1f}" for lvl, r in fixed.items())
         failed = sum(engine.stats.failures.values())
         print(f"{slots:>5} {calls:>6} {shown:<46} {rate:>10.1f} {ratio:>6.2f} "
               f"{engine.slots.limit:>6}/{engine.slots.stats.peak:<7} {failed:>6}")

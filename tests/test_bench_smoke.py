@@ -31,7 +31,9 @@ def test_bench_adaptive_quick_compares_the_default_with_fixed_levels_per_server(
     for row in rows:
         fixed = dict(cell.split(":") for cell in row[2:-4])
         adaptive, ratio = float(row[-4]), float(row[-3])
-        assert row[0] in fixed and abs(ratio - adaptive / max(float(v) for v in fixed.values())) < 0.01
+        # rates are printed to 0.05 call/s and the ratio to 0.005: compare within what that rounding allows
+        best = max(float(v) for v in fixed.values())
+        assert row[0] in fixed and abs(ratio - adaptive / best) <= 0.005 + 0.05 * (1 + adaptive / best) / best
         assert row[-1] == "0"  # the default timed out nothing against a server with a queue
     assert "worst ratio" in proc.stdout
 

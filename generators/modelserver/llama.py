@@ -127,6 +127,7 @@ class LlamaServer:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        self.log_path.unlink(missing_ok=True)  # a stopped server's log is no one's: a later one may take the port
 
     def __enter__(self) -> LlamaServer:
         return self
