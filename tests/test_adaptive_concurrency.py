@@ -49,14 +49,34 @@ def test_the_limit_settles_where_the_server_keeps_up_without_a_long_queue(slots)
     assert min(late) >= slots and max(late) <= max(2, slots * 3 // 2), (slots, sorted(set(late)))
 
 
-def test_the_limit_grows_to_the_ceiling_when_latency_stays_flat_and_starts_small():
+def round_trips(limit: ConcurrencyLimit, slots: int, trips: int, tokens: int = 20) -> list[int]:
+    """Each round trip, as many calls as the limit allows go out and all come back (slower when more are
+    in flight than the server has slots); the limit after each round trip."""
+    seen = []
+    for _ in range(trips):
+        in_flight, generation = limit.limit, limit.generation
+        for _ in range(in_flight):
+            limit.record(generation, 10.0 * (tokens + 1) * max(1.0, in_flight / slots), tokens)
+        seen.append(limit.limit)
+    return seen
+
+
+def test_the_limit_starts_small_and_doubles_every_round_trip_while_latency_stays_flat():
     limit = ConcurrencyLimit(64)
     assert limit.limit == 1
-    seen = settle(limit, slots=10_000, replies=200)
-    steps = [n for i, n in enumerate(seen) if i == 0 or n != seen[i - 1]]
-    assert steps == [1, 2, 4, 8, 16, 32, 64]  # doubling while nothing queues (slow start)
-    assert seen.index(64) < 70  # within a few dozen replies
+    seen = round_trips(limit, slots=10_000, trips=12)
+    # the first three replies set the uncongested latency; from there each fast reply adds one
+    assert seen[:8] == [1, 1, 2, 4, 8, 16, 32, 64], seen
     assert limit.limit == 64 and limit.stats.peak == 64
+    assert settle(ConcurrencyLimit(64), slots=10_000, replies=80)[-1] == 64  # one by one, in any order
+
+
+@pytest.mark.parametrize("slots", [4, 32])
+def test_slow_start_stops_within_one_round_trip_of_the_servers_slots(slots):
+    limit = ConcurrencyLimit(64)
+    seen = round_trips(limit, slots=slots, trips=30)
+    # replies that queued add nothing: the ramp stops near the slots (at most one doubling past them)
+    assert max(seen) <= 2 * slots and min(seen[-10:]) >= slots, seen
 
 
 def test_latency_is_compared_per_completion_token():
@@ -134,7 +154,9 @@ def one_slot_server():
 def test_at_the_defaults_calls_queued_at_a_one_slot_server_do_not_time_out(one_slot_server):
     engine = _calls(one_slot_server.base_url, EngineConfig(timeout_s=1.0, retries=0), 60)
     assert not engine.errors and not engine.stats.failures
-    assert engine.slots.stats.peak <= 4
+    # a short line at most: slow start adds one a fast reply, and replies that queued are not fast
+    # (on a busy host a noisy first latency may let it pass the one slot by a few before a window shows it)
+    assert engine.slots.stats.peak <= 6
 
 
 def test_a_fixed_concurrency_times_out_the_same_calls(one_slot_server):

@@ -5,8 +5,8 @@ many as fit its batch); the rest wait in its queue, and a request that waits the
 from when we sent it. Sent faster than the server works, calls time out behind each other
 although the server is healthy. So the limit starts small and follows the server:
 
-- it doubles after each window of replies whose latency stayed near the uncongested one
-  (slow start), and grows by one after each such window once it has met congestion;
+- it grows by one for each reply as fast as the uncongested one, so it doubles every round
+  trip (slow start), and by one a window of such replies once it has met congestion;
 - when replies come back markedly slower than the uncongested latency (calls now wait in
   the server's queue), it shrinks in proportion to the slowdown;
 - a timeout, a 429 or a 5xx, or a dropped connection (signs of overload) halves it,
@@ -92,14 +92,17 @@ class ConcurrencyLimit:
             self.slow_start = False
 
     def record(self, generation: int, latency_ms: float, completion_tokens: int) -> None:
-        """A reply came back after ``latency_ms``; may move the limit after a full window."""
-        if not self.adaptive or generation != self.generation:
+        """A reply came back after ``latency_ms``; may move the limit."""
+        if not self.adaptive:
             return
-        self.window.append(latency_ms / (max(0, completion_tokens) + 1))
-        # while it doubles, half the limit's replies decide (a doubling a half round trip: the ramp is over in
-        # a few replies); after, a whole limit's worth (a step a round trip)
-        if len(self.window) < (max(SLOW_START_WINDOW, self.limit // 2) if self.slow_start
-                               else max(MIN_WINDOW, self.limit)):
+        sample = latency_ms / (max(0, completion_tokens) + 1)
+        if self.slow_start:
+            self._ramp(sample)
+            return
+        if generation != self.generation:
+            return
+        self.window.append(sample)
+        if len(self.window) < max(MIN_WINDOW, self.limit):  # a limit's worth of replies: a step a round trip
             return
         current = median(self.window)
         self.window = []
@@ -112,18 +115,43 @@ class ConcurrencyLimit:
             self.baseline, ratio = current, 1.0
         self.shrunk_at = None
         if ratio <= GROW_BELOW and self.limit < self.ceiling:
-            self._set(self.limit * 2 if self.slow_start else self.limit + 1)
+            self._set(self.limit + 1)
             self.stats.grown += 1
         elif ratio >= SHRINK_ABOVE and self.limit > 1:
-            self.slow_start = False
-            self._set(max(1, int(self.limit * TARGET / ratio)))
-            self.stats.shrunk_slow += 1
-            self.shrunk_at = ratio
+            self._shrink(ratio)
         elif ratio >= SHRINK_ABOVE:  # one in flight and still slow: the server is slow, not queueing us
             self.baseline = current
             self.generation += 1
         else:
             self.generation += 1  # a fresh window at this limit; no change
+
+    def _ramp(self, sample: float) -> None:
+        """Slow start: one more in flight for each reply as fast as the uncongested one (the limit
+        doubles every round trip, as TCP's window does), until a window of replies shows a queue."""
+        self.window.append(sample)
+        if len(self.window) >= max(SLOW_START_WINDOW, self.limit // 2):
+            current = median(self.window)
+            self.window = []
+            if self.baseline is None or current < self.baseline:
+                self.baseline = current
+            ratio = current / self.baseline if self.baseline > 0 else 1.0
+            if ratio >= SHRINK_ABOVE and self.limit > 1:
+                self._shrink(ratio)
+                return
+            if ratio > GROW_BELOW:  # replies slow down: the server's queue starts; step by one from here
+                self.slow_start = False
+                self.generation += 1
+                return
+        if self.baseline is not None and sample <= GROW_BELOW * self.baseline and self.limit < self.ceiling:
+            self.limit += 1  # not a new generation: replies already on their way stay evidence
+            self.stats.peak = max(self.stats.peak, self.limit)
+            self.stats.grown += 1
+
+    def _shrink(self, ratio: float) -> None:
+        self.slow_start = False
+        self._set(max(1, int(self.limit * TARGET / ratio)))
+        self.stats.shrunk_slow += 1
+        self.shrunk_at = ratio
 
     def overloaded(self, generation: int) -> None:
         """A call sent under ``generation`` failed as an overloaded server fails: halve, once a wave."""
