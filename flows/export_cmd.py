@@ -11,6 +11,7 @@ from curation.export_source import episode_count
 from curation.exporter import ExportResult
 from curation.formats.dpo import LEVELS
 from curation.pii import Scrubber
+from flows.prefect_window import publish_export
 from flows.progress import StepProgress
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
@@ -70,10 +71,12 @@ def export(
     spill = store.spill_dir().as_posix().replace("'", "''")
     con.execute(f"SET temp_directory = '{spill}'")
     with StepProgress(enabled=progress, total=episode_count(con, rounds), label=f"exporting {fmt}", unit="episodes") as bar:
-        return run_export(
+        result, manifest = run_export(
             con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
             pairs=pairs or "episode", extra={"release": release} if release else None, on_episode=bar.advance,
         )
+    publish_export(manifest, str(out_dir))
+    return result, manifest
 
 
 def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None):

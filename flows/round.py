@@ -23,6 +23,7 @@ from curation.export_source import MODEL_ATTEMPT
 from flows.costs import NO_COSTS, round_costs
 from flows.interrupt import keep_stopping_at_once
 from flows.planning import refresh_proposal
+from flows.prefect_window import publish, rename_this_run, round_markdown
 from flows.progress import RoundProgress
 from flows.runners import cluster_lost, collects_inline, runner_kind, task_runner, workers
 from flows.stages.collect import collect_shards, shard_keys, shard_slots
@@ -31,6 +32,7 @@ from flows.stages.curate import curate_task
 from flows.stages.plan import finish_round, plan_task, selected_families
 from flows.stages.sync import sync_task
 from flows.stages.write import write_tasks_task
+from flows.views import status_rows
 from warehouse import killpoints, state
 from warehouse.errors import OrchestratorError
 from warehouse.settings import Settings
@@ -128,6 +130,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
     with store.run_lock():
         orphans = store.clean_orphans()
         round_id, resumed = plan_task(doc)
+        rename_this_run(round_id)
         write_tasks_task(round_id, doc)
         with store.session() as s:
             plan = s.get(state.Round, round_id).plan
@@ -150,7 +153,7 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         counts = round_counts(store, round_id, settings.openai.prices)
         log.info(f"{round_id} finished: {counts['episodes']} episodes, {counts['successes']} verified successes")
     synced = sync_task(round_id, doc) if settings.label_studio.configured else None
-    return RoundSummary(
+    summary = RoundSummary(
         round_id=round_id,
         resumed=resumed,
         episodes=counts["episodes"],
@@ -173,6 +176,9 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
         tasks_written=counts["tasks_written"],
         judge_errors=counts["judge_errors"],
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
+    row = next((r for r in status_rows(store, settings.openai.prices) if r["round"] == round_id), None)
+    publish(f"round-{round_id}", round_markdown(summary, row), f"agent-flywheel round {round_id}")
+    return summary
 
 
 EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"

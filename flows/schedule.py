@@ -11,12 +11,15 @@ store them, and never hold a password (the UI shows them).
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.states import Completed
 
 from flows.planning import nightly_episodes
+from flows.prefect_window import rename_this_run
 from flows.round import round_flow
 from flows.runners import check_dask_scheduler
 from warehouse.settings import load_settings
@@ -26,23 +29,43 @@ DEPLOYMENT_NAME = "nightly"
 
 
 @flow(name="flywheel-scheduled-round", log_prints=False, persist_result=False)
-def scheduled_round(data_dir: str, state_url: str | None = None, config: str | None = None) -> dict[str, Any]:
+def scheduled_round(data_dir: str, state_url: str | None = None, config: str | None = None) -> Any:
     """One round with the settings found at run time (so edits to flywheel.toml apply
     to the next night without re-deploying). ``state_url`` (a work pool's deployment: the
-    URL without its password) gives way to FLYWHEEL_STATE_URL where the worker sets it."""
+    URL without its password) gives way to FLYWHEEL_STATE_URL where the worker sets it.
+
+    The run is named ``nightly rNNNN`` after its round; a night with nothing to do ends in a
+    Completed state named ``Skipped`` that says why. One line on stdout as a run starts and ends
+    (``flywheel serve`` and a worker show them)."""
     if os.environ.get("FLYWHEEL_STATE_URL"):
         state_url = None  # the worker's own, password and all
-    settings = load_settings(Path(config) if config else None, data_dir=data_dir, state_url=state_url)
-    check_dask_scheduler(settings)  # before the round opens
-    episodes, why = nightly_episodes(Store.from_settings(settings), settings)
-    logger = get_run_logger()
-    if episodes == 0:
-        logger.warning("Nightly round skipped: %s", why)
-        return {"skipped": True, "reason": why}
-    logger.info("Nightly round: %s", why)
-    if episodes != settings.round.episodes:
-        settings = settings.model_copy(update={"round": settings.round.model_copy(update={"episodes": episodes})})
-    return round_flow(settings, show_progress=False)
+    _say("nightly run started")
+    try:
+        settings = load_settings(Path(config) if config else None, data_dir=data_dir, state_url=state_url)
+        check_dask_scheduler(settings)  # before the round opens
+        episodes, why = nightly_episodes(Store.from_settings(settings), settings)
+        logger = get_run_logger()
+        if episodes == 0:
+            logger.warning("Nightly round skipped: %s", why)
+            rename_this_run("nightly skipped")
+            _say(f"nightly run skipped: {why}")
+            return Completed(name="Skipped", message=f"Nightly round skipped: {why}",
+                             data={"skipped": True, "reason": why})
+        logger.info("Nightly round: %s", why)
+        if episodes != settings.round.episodes:
+            settings = settings.model_copy(update={"round": settings.round.model_copy(update={"episodes": episodes})})
+        summary = round_flow(settings, show_progress=False)
+    except BaseException as exc:
+        _say(f"nightly run failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        raise
+    rename_this_run(f"nightly {summary['round_id']}")
+    _say(f"nightly {summary['round_id']} finished: {summary['episodes']} episodes, "
+         f"{summary['successes']} verified successes")
+    return summary
+
+
+def _say(line: str) -> None:
+    print(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S} {line}", flush=True)
 
 
 def serve_nightly(*, data_dir: str, state_url: str | None, config: Path | None, cron: str, timezone: str) -> None:

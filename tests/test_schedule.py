@@ -62,6 +62,18 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
         wait_for("the scheduled round", finished, timeout=300)
         store = Store(tmp_path / "flywheel-data")
         assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 12
+        # the operator's window: runs named after the round and its shards, the round's report as an artifact
+        assert _api(prefect_server, f"/flow_runs/{run['id']}")["name"] == "nightly r0001"
+        inner = _api(prefect_server, "/flow_runs/filter", {"flow_runs": {"name": {"any_": ["r0001"]}}})
+        assert len(inner) == 1
+        shards = _api(prefect_server, "/task_runs/filter", {"flow_runs": {"id": {"any_": [inner[0]["id"]]}}})
+        assert any(t["name"].startswith("r0001/s00000") for t in shards), sorted(t["name"] for t in shards)
+        report = _api(prefect_server, "/artifacts/filter", {"artifacts": {"key": {"any_": ["round-r0001"]}}})
+        assert len(report) == 1 and report[0]["type"] == "markdown"
+        text = report[0]["data"]
+        assert text.startswith("# Round r0001") and "**12 episodes**" in text
+        for section in ("## By family", "## By capability", "## Curation funnel", "## Cost", "## What to review next"):
+            assert section in text, section
 
         # The next night, with no release approved since: no round, and the Prefect UI says why.
         def night() -> str:
@@ -76,6 +88,9 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
             return run["id"]
 
         skipped = night()
+        ended = _api(prefect_server, f"/flow_runs/{skipped}")
+        assert ended["state"]["name"] == "Skipped" and ended["name"] == "nightly skipped"
+        assert "no release approved since r0001 began" in ended["state"]["message"]
 
         def said() -> list[str]:
             logs = _api(prefect_server, "/logs/filter", {"logs": {"flow_run_id": {"any_": [skipped]}}})
@@ -93,6 +108,20 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
         night()
         assert store.duck(["r0002"]).execute("SELECT count(*), min(family), max(family) FROM episodes").fetchone() \
             == (6, "F02", "F02")
+    # an export under a Prefect server publishes its manifest's summary beside the rounds' reports
+    exported = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=cli_env(prefect_server),
+                        cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    manifest = json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())
+    art = _api(prefect_server, "/artifacts/filter", {"artifacts": {"key": {"any_": ["export-openai"]}}})
+    assert len(art) == 1 and art[0]["data"].startswith("# Export: openai")
+    for split, rows in manifest["splits"].items():
+        assert f"| {split} | {rows} |" in art[0]["data"]
+    said = [line.split(" ", 2)[2] for line in proc.stdout.read().splitlines() if " nightly " in f" {line}"]
+    # one line as each run starts and one as it ends, in order
+    assert said == ["nightly run started", "nightly r0001 finished: 12 episodes, " + said[1].split(", ")[1],
+                    "nightly run started", "nightly run skipped: " + said[3].split(": ", 1)[1],
+                    "nightly run started", "nightly r0002 finished: 6 episodes, " + said[5].split(", ")[1]], said
 
 
 def test_serve_without_a_prefect_server_is_one_line(tmp_path):

@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
 from sqlalchemy.exc import SQLAlchemyError
 
+from flows.prefect_window import shard_run_name
 from flows.model_setup import StateJournal, log_refusals, make_engine, make_model_user, model_policy
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
 from flows.stages.write import load_later_sessions, load_tasks
@@ -220,7 +221,7 @@ def shard_runs(keys: list[str], n_workers: int, per_worker: int = RUNS_PER_WORKE
 MODEL_SHARDS_AT_ONCE = 2
 
 
-@task(name="collect-shards", cache_policy=NO_CACHE)
+@task(name="collect-shards", task_run_name=shard_run_name, cache_policy=NO_CACHE)
 def collect_run_task(round_id: str, keys: list[str], settings: SettingsDoc) -> dict[str, int]:
     """Collect and commit the shards ``keys`` (each committed on its own); logs each shard's counts to the run."""
     cfg = open_settings(settings)
