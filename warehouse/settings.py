@@ -274,7 +274,7 @@ class Settings(BaseSettings):
     local_dir: Path | None = None
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
-    review_port: int = 8501
+    review_port: int = Field(8501, ge=1, le=65535)  # 0 would serve on a random port the app cannot name
     review_session_hours: float = Field(12.0, gt=0, le=720)  # a review-app sign-in lasts this long
     curation: CurationSettings = Field(default_factory=CurationSettings)
     policy: Literal["scripted", "openai"] = "scripted"  # who acts in the phone

@@ -7,6 +7,7 @@ with the fields, a table model. CRUD functions take ``*, session``.
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
+from warehouse import label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (registers their tables)
 from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, first_line
 from warehouse.settings import redact_url
@@ -122,8 +123,21 @@ def make_engine(url: str) -> sa.Engine:
         # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
         event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
-        raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
+        raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}{_read_only_hint(url)}") \
+            from exc
     return engine
+
+
+def _read_only_hint(url: str) -> str:
+    """Why a SQLite file may not open: its directory is read-only (SQLite must write its WAL beside it)."""
+    try:
+        path = sa.engine.make_url(url).database if url.startswith("sqlite") else None
+    except (SQLAlchemyError, ValueError):
+        return ""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return ""
+    folder = os.path.dirname(os.path.abspath(path))
+    return f" (the directory {folder} is read-only)" if os.path.isdir(folder) and not os.access(folder, os.W_OK) else ""
 
 
 # What a state database says when it went away or cannot write any more (PostgreSQL
@@ -140,6 +154,9 @@ def _lost_database(url: str):
         text = first_line(ctx.original_exception)
         if "disk is full" in text.lower():  # SQLite's words for a full disk (or a size cap it was given)
             text += " (no space left on the device?)"
+        if "readonly database" in text.lower() or "read-only" in text.lower():  # SQLite; PostgreSQL's hot standby
+            raise StateError(f"cannot write to the state database {redact(url)}: {text} (is the data directory, or "
+                             "the database, read-only?)") from ctx.original_exception
         if "database is locked" in text.lower():  # SQLite, after its busy timeout: another process held it
             raise StateError(f"the state database {redact(url)} stayed locked by another process for "
                              f"{SQLITE_BUSY_S} s; rerun the same command when it is done (nothing committed is lost)") \
@@ -248,6 +265,7 @@ def open_round(
         rnd.status, rnd.finished_at = "complete", utcnow()
         for shard in shards:
             session.merge(shard)
+        shard_intents.clear(session=session, paths=[shard.path for shard in shards])
     session.add(rnd)
     session.commit()
     session.refresh(rnd)
@@ -271,9 +289,10 @@ def list_rounds(*, session: Session) -> list[Round]:
 
 
 def record_shards(*, session: Session, shards: list[Shard]) -> None:
-    """Record renamed shard files in one transaction (all or none)."""
+    """Record renamed shard files in one transaction (all or none), which also clears their intents."""
     for shard in shards:
         session.merge(shard)
+    shard_intents.clear(session=session, paths=[shard.path for shard in shards])
     session.commit()
 
 

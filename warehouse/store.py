@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from warehouse import killpoints, query, state
+from warehouse import killpoints, query, shard_intents, state
 from warehouse.errors import ConfigError, StateError, StorageError, first_line
 from warehouse.objects import ObjectStore, is_object_url, open_objects
 from warehouse.schemas import TABLES
@@ -73,6 +73,13 @@ class Store:
     def location(self) -> str:
         """The data directory as a user should see it: an absolute path, or s3://bucket/prefix."""
         return self.objects.location
+
+    def holds(self, path: Path) -> bool:
+        """True when ``path`` (followed through symlinks) is the data directory, its local directory,
+        or inside either: the warehouse's own files, where nothing else may be written."""
+        roots = [Path(d) for d in (self.data_dir if self.objects.is_local else None, self.local_dir) if d is not None]
+        where = Path(os.path.realpath(path))
+        return any(where == r or r in where.parents for r in (Path(os.path.realpath(d)) for d in roots))
 
     def session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -143,28 +150,44 @@ class Store:
                 conn.close()
 
     def clean_orphans(self) -> list[str]:
+        """Delete what a killed writer left under ``shards/`` (see :func:`warehouse.shards.remove_orphans`)
+        and forget its intents; call under the writer lock."""
         with self.session() as s:
             recorded = state.all_shard_paths(session=s)
-        return remove_orphans(self.objects, recorded)
+            declared = shard_intents.pending(session=s)
+        removed = remove_orphans(self.objects, recorded, declared)
+        with self.session() as s:
+            shard_intents.clear(session=s, paths=sorted(declared))
+            s.commit()
+        return removed
 
     def done_keys(self, round_id: str, table: str) -> set[str]:
         with self.session() as s:
             return state.recorded_keys(session=s, round_id=round_id, table_name=table)
 
+    def _declare(self, shards: list[ShardFile]) -> None:
+        with self.session() as s:
+            shard_intents.declare(session=s, paths=[shard.relpath for shard in shards])
+
     def write_shard(self, shard: ShardFile, records: list[BaseModel]) -> state.Shard:
         """Write one shard (not yet recorded: the caller records it, alone or with others)."""
+        self._declare([shard])
         return write_shard(self.objects, shard, records)
 
     def commit_unit(self, round_id: str, key: str, records: dict[str, list[BaseModel]]) -> None:
         """Write one unit of work (several tables) and record it all at once."""
-        shards = [self.write_shard(ShardFile(t, round_id, key), recs) for t, recs in records.items()]
+        files = {t: ShardFile(t, round_id, key) for t in records}
+        self._declare(list(files.values()))
+        shards = [write_shard(self.objects, files[t], recs) for t, recs in records.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
 
     def commit_tables(self, round_id: str, key: str, tables: dict[str, pa.Table]) -> None:
         """Like :meth:`commit_unit`, for tables already in Arrow form (bulk writers)."""
-        shards = [write_arrow_shard(self.objects, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
+        files = {t: ShardFile(t, round_id, key) for t in tables}
+        self._declare(list(files.values()))
+        shards = [write_arrow_shard(self.objects, files[t], tbl) for t, tbl in tables.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
