@@ -268,6 +268,9 @@ class Settings(BaseSettings):
 
     data_dir: S3Url | Path = Path("flywheel-data")  # a local directory, or s3://bucket/prefix (then set state_url)
     state_url: str | None = None  # default: SQLite inside the data directory
+    # how long a state database over the network (PostgreSQL) that went away is waited for before a
+    # command stops in one line; a cut shorter than this is ridden through (0: stop at once)
+    state_reconnect_s: float = Field(10.0, ge=0, le=3600)
     s3: S3Settings = Field(default_factory=S3Settings)  # endpoint and keys of an s3:// data directory
     # what cannot live in object storage (the read cache, DuckDB's spill, Prefect's home, the writer lock
     # with SQLite state); default: the data directory itself, or ~/.cache/agent-flywheel/BUCKET/PREFIX

@@ -18,9 +18,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (registers their tables)
+from warehouse import db_faults, label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (registers their tables)
 from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
-from warehouse.errors import StateError, first_line
+from warehouse.errors import StateError, StateLost, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
 
@@ -110,8 +110,10 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def make_engine(url: str) -> sa.Engine:
-    """An engine for ``url`` with its tables created; one line of error if it cannot connect."""
+def make_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
+    """An engine for ``url`` with its tables created; one line of error if it cannot connect. Once
+    open, a database over the network that drops away is reconnected to for up to ``reconnect_s``
+    seconds (see :mod:`warehouse.db_faults`)."""
     try:
         if url.startswith("sqlite"):
             engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_S})
@@ -120,7 +122,9 @@ def make_engine(url: str) -> sa.Engine:
             engine = create_engine(url, pool_pre_ping=True)
         with _setup_lock(engine):
             _create_tables(engine)
-        # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
+        # from here on, a database that goes away is waited for, then one line saying to rerun (opening
+        # it is "cannot open", at once: a wrong URL is not worth waiting for)
+        db_faults.reconnect_patiently(engine, reconnect_s)
         event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}{_read_only_hint(url)}") \
@@ -143,8 +147,8 @@ def _read_only_hint(url: str) -> str:
 # What a state database says when it went away or cannot write any more (PostgreSQL
 # restarted or stopped, a full disk under SQLite): the command stops in one line and its
 # rerun finishes the work, since everything committed before stays committed.
-_LOST = ("disk is full", "no space left", "could not extend file", "disk i/o error", "connection",
-         "server closed", "terminating", "shutting down", "starting up")
+_FULL = ("disk is full", "no space left", "could not extend file", "disk i/o error")
+_LOST = ("connection", "server closed", "terminating", "shutting down", "starting up")
 
 
 def _lost_database(url: str):
@@ -161,9 +165,13 @@ def _lost_database(url: str):
             raise StateError(f"the state database {redact(url)} stayed locked by another process for "
                              f"{SQLITE_BUSY_S} s; rerun the same command when it is done (nothing committed is lost)") \
                 from ctx.original_exception
-        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+        if any(s in text.lower() for s in _FULL):
             raise StateError(f"the state database {redact(url)} failed: {text}; "
-                             "rerun the same command once it is back (nothing committed is lost)") \
+                             "rerun the same command once it has room (nothing committed is lost)") \
+                from ctx.original_exception
+        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+            raise StateLost(f"the state database {redact(url)} failed: {text}; "
+                            "rerun the same command once it is back (nothing committed is lost)") \
                 from ctx.original_exception
     return handle
 
