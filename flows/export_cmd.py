@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from flows.progress import StepProgress
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
 from warehouse import state
-from warehouse.errors import InputError
+from warehouse.errors import InputError, StorageError, one_line
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -49,6 +50,8 @@ def export(
         raise InputError(f"--pairs is for --format dpo, not {fmt}")
     if pairs is not None and pairs not in LEVELS:
         raise InputError(f"unknown --pairs {pairs!r} (one of {', '.join(LEVELS)})")
+    if store.holds(out_dir):  # an export among the shards would be taken for the warehouse's own files
+        raise InputError(f"--out {one_line(str(out_dir))} is inside the data directory {store.location}: write exports elsewhere")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
     rounds = round_ids or known
@@ -70,11 +73,19 @@ def export(
     # exports sort by (task, episode) in DuckDB; an in-memory connection may spill the sort here
     spill = store.spill_dir().as_posix().replace("'", "''")
     con.execute(f"SET temp_directory = '{spill}'")
-    with StepProgress(enabled=progress, total=episode_count(con, rounds), label=f"exporting {fmt}", unit="episodes") as bar:
-        result, manifest = run_export(
-            con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified, scrubber=scrubber,
-            pairs=pairs or "episode", extra={"release": release} if release else None, on_episode=bar.advance,
-        )
+    try:
+        with StepProgress(enabled=progress, total=episode_count(con, rounds), label=f"exporting {fmt}",
+                          unit="episodes") as bar:
+            result, manifest = run_export(
+                con, fmt, out_dir, rounds=rounds, decisions=decisions, include_verified=include_verified,
+                scrubber=scrubber, pairs=pairs or "episode", extra={"release": release} if release else None,
+                on_episode=bar.advance,
+            )
+    except OSError as exc:  # a full disk, a file size limit, a folder gone midway: the export is not finished
+        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporaries a failed close left
+            tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write the export into {one_line(str(out_dir))}: {exc.strerror or exc} (no manifest was "
+                           "written for it)") from None
     publish_export(manifest, str(out_dir))
     return result, manifest
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlmodel import select
 
-from warehouse import state
+from warehouse import shard_intents, state
 from warehouse.contract import (
     Action,
     Cost,
@@ -166,17 +166,37 @@ def test_commit_writes_and_records_atomically(backend, state_url):
 def test_orphans_are_invisible_and_removed(backend, state_url):
     store = backend.store(state_url)
     store.commit_unit("r0001", "s00000", {"episodes": [_episode(1)]})
-    # A run killed between the write and the record leaves an object the database does not know.
+    # A run killed between the write and the record leaves an object the database does not know,
+    # but whose intent it declared before writing it.
     (recorded,) = store.readable(store.recorded())["episodes"]
+    with store.session() as s:
+        shard_intents.declare(session=s, paths=["shards/episodes/r0001/s00001.parquet",
+                                                "shards/episodes/r0001/s00003.parquet"])  # s00003: killed before the put
     backend.put("shards/episodes/r0001/s00001.parquet", Path(recorded).read_bytes())
     backend.put("shards/episodes/r0001/s00002.parquet.tmp-123", b"partial")
+    # files nobody declared are not ours: an export someone wrote there, a look-alike of a temporary
+    backend.put("shards/episodes/r0001/their-export.parquet", Path(recorded).read_bytes())
+    backend.put("shards/episodes/r0001/notes.tmp-old.txt", "ünïcode\nnotes".encode())
     assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 1
     removed = store.clean_orphans()
     assert sorted(removed) == sorted(
         ["shards/episodes/r0001/s00001.parquet", "shards/episodes/r0001/s00002.parquet.tmp-123"]
     )
-    assert backend.objects() == ["shards/episodes/r0001/s00000.parquet"]
+    assert backend.objects() == ["shards/episodes/r0001/notes.tmp-old.txt", "shards/episodes/r0001/s00000.parquet",
+                                 "shards/episodes/r0001/their-export.parquet"]
     assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 1
+    with store.session() as s:
+        assert shard_intents.pending(session=s) == set()  # every intent is settled
+    assert store.clean_orphans() == []
+
+
+def test_recording_a_shard_settles_its_intent(backend, state_url):
+    store = backend.store(state_url)
+    store.commit_unit("r0001", "s00000", {"episodes": [_episode(1)], "steps": [_step(_episode(1).episode_id, 0)]})
+    with store.session() as s:
+        assert shard_intents.pending(session=s) == set()
+    assert store.clean_orphans() == []
+    assert len(backend.objects()) == 2
 
 
 def test_empty_warehouse_has_typed_views(backend, state_url):

@@ -26,6 +26,10 @@ class StateError(FlywheelError):
     """The state database cannot be reached or used."""
 
 
+class StateLost(StateError):
+    """The state database went away midway (a cut connection, a restart): worth trying again."""
+
+
 class StorageError(FlywheelError):
     """The data directory or a shard cannot be used."""
 

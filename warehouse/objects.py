@@ -64,7 +64,8 @@ class ObjectStore(Protocol):
         ``shard.written`` once the bytes are written and before the object is in place."""
 
     def list(self, prefix: str) -> list[str]:
-        """Every object under ``prefix`` (relative paths), including unfinished local temporaries."""
+        """Every object under ``prefix`` (relative paths), including unfinished local temporaries; a local
+        directory lists its regular files and never follows a symlink."""
 
     def delete(self, relpath: str) -> None:
         """Remove one object (no error if it is gone already)."""
@@ -115,13 +116,30 @@ class LocalObjects:
             raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
 
     def list(self, prefix: str) -> list[str]:
+        """Regular files under ``prefix``, never through a symlink (one may point out of the data directory)."""
         base = self.root / prefix
-        if not base.exists():
+        if not self._within(prefix) or not base.is_dir():
             return []
-        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file())
+        found = []
+        for folder, _, names in os.walk(base, followlinks=False):
+            for name in names:
+                path = Path(folder) / name
+                if path.is_file() and not path.is_symlink():
+                    found.append(path.relative_to(self.root).as_posix())
+        return sorted(found)
 
     def delete(self, relpath: str) -> None:
-        (self.root / relpath).unlink(missing_ok=True)
+        """Remove a regular file of the data directory; a path that is, or passes through, a symlink is
+        left alone (what it points at is not ours)."""
+        if self._within(relpath):
+            (self.root / relpath).unlink(missing_ok=True)
+
+    def _within(self, relpath: str) -> bool:
+        """True when no part of ``relpath`` (itself included) is a symlink or ``..``."""
+        parts = Path(relpath).parts
+        if not parts or ".." in parts or Path(relpath).is_absolute():
+            return False
+        return not any((self.root.joinpath(*parts[:i])).is_symlink() for i in range(1, len(parts) + 1))
 
     def local_files(self, objects: list[tuple[str, str]]) -> list[str]:
         return [str(self.root / relpath) for relpath, _ in objects]

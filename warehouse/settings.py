@@ -268,13 +268,16 @@ class Settings(BaseSettings):
 
     data_dir: S3Url | Path = Path("flywheel-data")  # a local directory, or s3://bucket/prefix (then set state_url)
     state_url: str | None = None  # default: SQLite inside the data directory
+    # how long a state database over the network (PostgreSQL) that went away is waited for before a
+    # command stops in one line; a cut shorter than this is ridden through (0: stop at once)
+    state_reconnect_s: float = Field(10.0, ge=0, le=3600)
     s3: S3Settings = Field(default_factory=S3Settings)  # endpoint and keys of an s3:// data directory
     # what cannot live in object storage (the read cache, DuckDB's spill, Prefect's home, the writer lock
     # with SQLite state); default: the data directory itself, or ~/.cache/agent-flywheel/BUCKET/PREFIX
     local_dir: Path | None = None
     round: RoundSettings = Field(default_factory=RoundSettings)
     scripted: ScriptedPolicySettings = Field(default_factory=ScriptedPolicySettings)
-    review_port: int = 8501
+    review_port: int = Field(8501, ge=1, le=65535)  # 0 would serve on a random port the app cannot name
     review_session_hours: float = Field(12.0, gt=0, le=720)  # a review-app sign-in lasts this long
     curation: CurationSettings = Field(default_factory=CurationSettings)
     policy: Literal["scripted", "openai"] = "scripted"  # who acts in the phone

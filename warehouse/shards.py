@@ -2,13 +2,15 @@
 
 A shard is serialised, put whole (a local directory: a temporary name, flushed and
 renamed; S3: one atomic PUT), and only then recorded in the state database. A rerun
-skips recorded shards and removes orphans (objects that were written but never
-recorded, and leftover temporary files). A shard is never rewritten.
+skips recorded shards and removes orphans: objects a writer declared before writing them
+(:mod:`warehouse.shard_intents`) and never recorded, and its leftover temporary files.
+Nothing else is ever deleted. A shard is never rewritten.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,14 +75,24 @@ def write_arrow_shard(where: ObjectStore | Path, shard: ShardFile, table: pa.Tab
     )
 
 
-def remove_orphans(where: ObjectStore | Path, recorded: set[str]) -> list[str]:
-    """Delete shard objects the state database does not know; return what was removed."""
+_OUR_TEMPORARY = re.compile(r"\.parquet" + re.escape(TMP_MARK) + r"\d+$")  # what LocalObjects.put writes first
+
+
+def is_our_temporary(relpath: str) -> bool:
+    """True for the temporary name a local shard is written under before its rename."""
+    return bool(_OUR_TEMPORARY.search(relpath.rsplit("/", 1)[-1]))
+
+
+def remove_orphans(where: ObjectStore | Path, recorded: set[str], declared: set[str]) -> list[str]:
+    """Delete the shard objects a killed writer left: those ``declared`` (about to be written, see
+    :mod:`warehouse.shard_intents`) but not ``recorded``, and our temporaries. Any other file under
+    ``shards/`` is not ours and stays. Returns what was removed."""
     objects = _objects(where)
     removed: list[str] = []
     for rel in objects.list(SHARD_DIR):
         if rel in recorded:
             continue
-        if rel.endswith(".parquet") or TMP_MARK in rel.rsplit("/", 1)[-1]:
+        if rel in declared or is_our_temporary(rel):
             objects.delete(rel)
             removed.append(rel)
     return removed

@@ -7,6 +7,7 @@ with the fields, a table model. CRUD functions take ``*, session``.
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,9 +18,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import label_studio_tables, ratelimit, review_tables  # noqa: F401  (registers their tables for create_all)
+from warehouse import db_faults, label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (registers their tables)
 from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
-from warehouse.errors import StateError, first_line
+from warehouse.errors import StateError, StateLost, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
 
@@ -109,8 +110,10 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def make_engine(url: str) -> sa.Engine:
-    """An engine for ``url`` with its tables created; one line of error if it cannot connect."""
+def make_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
+    """An engine for ``url`` with its tables created; one line of error if it cannot connect. Once
+    open, a database over the network that drops away is reconnected to for up to ``reconnect_s``
+    seconds (see :mod:`warehouse.db_faults`)."""
     try:
         if url.startswith("sqlite"):
             engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_S})
@@ -119,18 +122,33 @@ def make_engine(url: str) -> sa.Engine:
             engine = create_engine(url, pool_pre_ping=True)
         with _setup_lock(engine):
             _create_tables(engine)
-        # from here on, a database that goes away is one line saying to rerun (opening it is "cannot open")
+        # from here on, a database that goes away is waited for, then one line saying to rerun (opening
+        # it is "cannot open", at once: a wrong URL is not worth waiting for)
+        db_faults.reconnect_patiently(engine, reconnect_s)
         event.listen(engine, "handle_error", _lost_database(url))
     except (SQLAlchemyError, ImportError, ValueError) as exc:
-        raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}") from exc
+        raise StateError(f"cannot open the state database {redact(url)}: {first_line(exc)}{_read_only_hint(url)}") \
+            from exc
     return engine
+
+
+def _read_only_hint(url: str) -> str:
+    """Why a SQLite file may not open: its directory is read-only (SQLite must write its WAL beside it)."""
+    try:
+        path = sa.engine.make_url(url).database if url.startswith("sqlite") else None
+    except (SQLAlchemyError, ValueError):
+        return ""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return ""
+    folder = os.path.dirname(os.path.abspath(path))
+    return f" (the directory {folder} is read-only)" if os.path.isdir(folder) and not os.access(folder, os.W_OK) else ""
 
 
 # What a state database says when it went away or cannot write any more (PostgreSQL
 # restarted or stopped, a full disk under SQLite): the command stops in one line and its
 # rerun finishes the work, since everything committed before stays committed.
-_LOST = ("disk is full", "no space left", "could not extend file", "disk i/o error", "connection",
-         "server closed", "terminating", "shutting down", "starting up")
+_FULL = ("disk is full", "no space left", "could not extend file", "disk i/o error")
+_LOST = ("connection", "server closed", "terminating", "shutting down", "starting up")
 
 
 def _lost_database(url: str):
@@ -140,13 +158,20 @@ def _lost_database(url: str):
         text = first_line(ctx.original_exception)
         if "disk is full" in text.lower():  # SQLite's words for a full disk (or a size cap it was given)
             text += " (no space left on the device?)"
+        if "readonly database" in text.lower() or "read-only" in text.lower():  # SQLite; PostgreSQL's hot standby
+            raise StateError(f"cannot write to the state database {redact(url)}: {text} (is the data directory, or "
+                             "the database, read-only?)") from ctx.original_exception
         if "database is locked" in text.lower():  # SQLite, after its busy timeout: another process held it
             raise StateError(f"the state database {redact(url)} stayed locked by another process for "
                              f"{SQLITE_BUSY_S} s; rerun the same command when it is done (nothing committed is lost)") \
                 from ctx.original_exception
-        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+        if any(s in text.lower() for s in _FULL):
             raise StateError(f"the state database {redact(url)} failed: {text}; "
-                             "rerun the same command once it is back (nothing committed is lost)") \
+                             "rerun the same command once it has room (nothing committed is lost)") \
+                from ctx.original_exception
+        if ctx.is_disconnect or any(s in text.lower() for s in _LOST):
+            raise StateLost(f"the state database {redact(url)} failed: {text}; "
+                            "rerun the same command once it is back (nothing committed is lost)") \
                 from ctx.original_exception
     return handle
 
@@ -248,6 +273,7 @@ def open_round(
         rnd.status, rnd.finished_at = "complete", utcnow()
         for shard in shards:
             session.merge(shard)
+        shard_intents.clear(session=session, paths=[shard.path for shard in shards])
     session.add(rnd)
     session.commit()
     session.refresh(rnd)
@@ -271,9 +297,10 @@ def list_rounds(*, session: Session) -> list[Round]:
 
 
 def record_shards(*, session: Session, shards: list[Shard]) -> None:
-    """Record renamed shard files in one transaction (all or none)."""
+    """Record renamed shard files in one transaction (all or none), which also clears their intents."""
     for shard in shards:
         session.merge(shard)
+    shard_intents.clear(session=session, paths=[shard.path for shard in shards])
     session.commit()
 
 

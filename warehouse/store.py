@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from warehouse import killpoints, query, state
+from warehouse import db_faults, killpoints, query, shard_intents, state
+from warehouse.db_faults import retried
 from warehouse.errors import ConfigError, StateError, StorageError, first_line
 from warehouse.objects import ObjectStore, is_object_url, open_objects
 from warehouse.schemas import TABLES
@@ -40,9 +41,13 @@ class Store:
     with SQLite state); :meth:`from_settings` passes them all."""
 
     def __init__(self, data_dir: Path | str, state_url: str | None = None, *, create: bool = True,
-                 s3: S3Settings | None = None, local_dir: Path | None = None) -> None:
+                 s3: S3Settings | None = None, local_dir: Path | None = None,
+                 reconnect_s: float = db_faults.RECONNECT_S) -> None:
         """``create=False`` is for commands that only read: a missing data directory (or
-        its missing SQLite state database) is an error, and nothing is created."""
+        its missing SQLite state database) is an error, and nothing is created. ``reconnect_s``:
+        how long a state database over the network that went away is waited for (see
+        :mod:`warehouse.db_faults`)."""
+        self.reconnect_s = reconnect_s
         remote = is_object_url(data_dir)
         if remote and not state_url:
             raise ConfigError(f"the data directory {data_dir} is in object storage, where a SQLite file cannot live: "
@@ -55,24 +60,31 @@ class Store:
                                           or (not state_url and not (data_dir / "state.db").exists())):
             raise StorageError(f"no flywheel data in {data_dir}: run 'flywheel run' first, or pass --data-dir")
         # An external state database is checked before anything is created on disk.
-        self.engine: sa.Engine | None = state.make_engine(state_url) if state_url else None
+        self.engine: sa.Engine | None = state.make_engine(state_url, reconnect_s) if state_url else None
         if create:
             self.objects.make()
         self.data_dir = data_dir
         self.state_url = state_url or default_state_url(data_dir)
         if self.engine is None:
-            self.engine = state.make_engine(self.state_url)
+            self.engine = state.make_engine(self.state_url, reconnect_s)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, create: bool = True) -> Store:
         """The store ``settings`` describe (data directory, state database, S3 and local directory)."""
         return cls(settings.data_dir, settings.state_url, create=create, s3=settings.s3,
-                   local_dir=settings.local_root())
+                   local_dir=settings.local_root(), reconnect_s=settings.state_reconnect_s)
 
     @property
     def location(self) -> str:
         """The data directory as a user should see it: an absolute path, or s3://bucket/prefix."""
         return self.objects.location
+
+    def holds(self, path: Path) -> bool:
+        """True when ``path`` (followed through symlinks) is the data directory, its local directory,
+        or inside either: the warehouse's own files, where nothing else may be written."""
+        roots = [Path(d) for d in (self.data_dir if self.objects.is_local else None, self.local_dir) if d is not None]
+        where = Path(os.path.realpath(path))
+        return any(where == r or r in where.parents for r in (Path(os.path.realpath(d)) for d in roots))
 
     def session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
@@ -142,35 +154,57 @@ class Store:
             finally:
                 conn.close()
 
+    @retried
     def clean_orphans(self) -> list[str]:
+        """Delete what a killed writer left under ``shards/`` (see :func:`warehouse.shards.remove_orphans`)
+        and forget its intents; call under the writer lock."""
         with self.session() as s:
             recorded = state.all_shard_paths(session=s)
-        return remove_orphans(self.objects, recorded)
+            declared = shard_intents.pending(session=s)
+        removed = remove_orphans(self.objects, recorded, declared)
+        with self.session() as s:
+            shard_intents.clear(session=s, paths=sorted(declared))
+            s.commit()
+        return removed
 
+    @retried
     def done_keys(self, round_id: str, table: str) -> set[str]:
         with self.session() as s:
             return state.recorded_keys(session=s, round_id=round_id, table_name=table)
 
+    def _declare(self, shards: list[ShardFile]) -> None:
+        with self.session() as s:
+            shard_intents.declare(session=s, paths=[shard.relpath for shard in shards])
+
+    @retried
     def write_shard(self, shard: ShardFile, records: list[BaseModel]) -> state.Shard:
         """Write one shard (not yet recorded: the caller records it, alone or with others)."""
+        self._declare([shard])
         return write_shard(self.objects, shard, records)
 
+    @retried
     def commit_unit(self, round_id: str, key: str, records: dict[str, list[BaseModel]]) -> None:
         """Write one unit of work (several tables) and record it all at once."""
-        shards = [self.write_shard(ShardFile(t, round_id, key), recs) for t, recs in records.items()]
+        files = {t: ShardFile(t, round_id, key) for t in records}
+        self._declare(list(files.values()))
+        shards = [write_shard(self.objects, files[t], recs) for t, recs in records.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
 
+    @retried
     def commit_tables(self, round_id: str, key: str, tables: dict[str, pa.Table]) -> None:
         """Like :meth:`commit_unit`, for tables already in Arrow form (bulk writers)."""
-        shards = [write_arrow_shard(self.objects, ShardFile(t, round_id, key), tbl) for t, tbl in tables.items()]
+        files = {t: ShardFile(t, round_id, key) for t in tables}
+        self._declare(list(files.values()))
+        shards = [write_arrow_shard(self.objects, files[t], tbl) for t, tbl in tables.items()]
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
 
     # --- reading -----------------------------------------------------------------
 
+    @retried
     def recorded(self, round_ids: list[str] | None = None) -> dict[str, list[tuple[str, str]]]:
         """Per table, the recorded shards ``(path, checksum)`` of ``round_ids`` (None: every round)."""
         with self.session() as s:
