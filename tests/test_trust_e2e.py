@@ -21,6 +21,7 @@ from curation.formats.views import step_from_row
 from curation.selection import sound_reason
 from flows.export_cmd import export_release
 from generators.phone.families.base import variant_of
+from review_app.plain_text import as_text as shown
 from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
@@ -47,7 +48,7 @@ def _app_review(store, eid: str, step: int, recovered: bool) -> None:
         at.button(key="kb_recovered").click().run()
     at.button(key="kb_approve").click().run()
     # the page's own errors, not a step's tool error that the conversation view shows in red
-    assert not at.exception and not [e.value for e in at.error if not re.match(r"^[A-Z_]+: ", e.value)]
+    assert not at.exception and not [shown(e.value) for e in at.error if not re.match(r"^[A-Z_]+: ", shown(e.value))]
 
 
 def _rows(out: Path, manifest) -> list[dict]:
