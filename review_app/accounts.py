@@ -21,6 +21,7 @@ from warehouse.store import Store
 SCRYPT_N, _R, _P = 2**17, 8, 1
 _MAXMEM = 2**28  # OpenSSL refuses scrypt above its 32 MiB default; N=2**17, r=8 needs 128 MiB
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}$")
 MIN_PASSWORD = 8
 # Throttle: after this many failed sign-ins under one name within the window, that name
 # is refused (without checking the password) until the oldest of them leaves the window.
@@ -86,11 +87,30 @@ def check_new_account(name: str, role: str, password: str) -> None:
         raise InputError(f"password for {name} must be at least {MIN_PASSWORD} characters")
 
 
-def add_reviewer(store: Store, name: str, role: str, password: str) -> User:
-    """Create an account; an existing name is an error (nothing is overwritten)."""
+def normal_email(email: str) -> str:
+    """The address as accounts store it (trimmed, lower case); InputError if it is not one."""
+    address = email.strip().lower()
+    if not _EMAIL.match(address):
+        raise InputError(f"e-mail {one_line(email, 80)!r} is not an address like name@example.org")
+    return address
+
+
+def _check_email_free(s, address: str | None, name: str) -> None:
+    other = rt.reviewer_by_email(session=s, email=address) if address else None
+    if other is not None and other.name != name:
+        raise InputError(f"e-mail {address} is already on reviewer {other.name!r}; one address, one account")
+
+
+def add_reviewer(store: Store, name: str, role: str, password: str, *, email: str | None = None) -> User:
+    """Create an account; an existing name, or an e-mail already on another account, is an error
+    (nothing is overwritten). ``email``: the person's Label Studio address (see :func:`normal_email`)."""
     check_new_account(name, role, password)
+    address = normal_email(email) if email else None
     with store.session() as s:
-        ok = rt.add_reviewer(session=s, reviewer=rt.Reviewer(name=name, role=role, password_hash=hash_password(password)))
+        rt.take_gate(session=s, key="accounts")
+        _check_email_free(s, address, name)
+        ok = rt.add_reviewer(session=s, reviewer=rt.Reviewer(name=name, role=role, email=address,
+                                                             password_hash=hash_password(password)))
     if not ok:
         raise InputError(f"reviewer {name!r} already exists")
     return User(name, role)
@@ -123,23 +143,27 @@ def _keep_a_lead(row: rt.Reviewer, leads: list[str], role: str | None, active: b
 
 
 def change_account(store: Store, name: str, *, role: str | None = None, active: bool | None = None,
-                   password: str | None = None) -> rt.Reviewer:
+                   password: str | None = None, email: str | None = None) -> rt.Reviewer:
     """Change what is given of an existing account: role, active, password. Refused (nothing
     written): an unknown name, an unknown role, a short password, or leaving no active lead.
     The account is read again on every page of the app, so a deactivated account is signed out
     and a demoted lead loses the lead's pages at once; a new password ends the sessions signed
-    in with the old one and clears the name's failed sign-ins."""
-    if role is None and active is None and password is None:
+    in with the old one and clears the name's failed sign-ins. ``email``: the person's Label Studio
+    address ("" removes it); one already on another account is refused."""
+    if role is None and active is None and password is None and email is None:
         raise InputError(f"nothing to change for {name!r}")
     if password is not None and len(password) < MIN_PASSWORD:
         raise InputError(f"password for {name} must be at least {MIN_PASSWORD} characters")
+    address = (normal_email(email) if email else "") if email is not None else None
     check_account_change(store, name, role=role, active=active)
     with store.session() as s:
+        rt.take_gate(session=s, key="accounts")
+        _check_email_free(s, address, name)
         row = rt.get_reviewer(session=s, name=name)
         if row is None:  # deleted in between by hand: say so as for any unknown name
             raise InputError(f"no reviewer {name!r} (flywheel reviewer list shows them)")
         _keep_a_lead(row, rt.active_leads(session=s), role, active)  # again, in the writing transaction
-        row = rt.update_reviewer(session=s, reviewer=row, role=role, active=active,
+        row = rt.update_reviewer(session=s, reviewer=row, role=role, active=active, email=address,
                                  password_hash=None if password is None else hash_password(password))
         if password is not None:
             rt.clear_signin_failures(session=s, name=name)

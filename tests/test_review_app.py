@@ -10,8 +10,8 @@ from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 from curation.routing import CHECK as ROUTING_CHECK
-from review_app.plain_text import as_text as shown
 from review_app import decisions
+from review_app.plain_text import as_text as shown
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import review_tables as rt
 from warehouse import state

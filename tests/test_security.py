@@ -14,9 +14,9 @@ import pytest
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-from review_app.plain_text import as_text as shown
 from review_app import accounts, decisions, release
 from review_app.data import Overlap
+from review_app.plain_text import as_text as shown
 from review_app.queue import STATUS_FILTERS, QueueFilter, queue_page
 from tests.conftest import cli_env, flywheel_executable
 from tests.fuzz import HOSTILE_STRINGS, tree_digest

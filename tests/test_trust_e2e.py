@@ -21,10 +21,10 @@ from curation.formats.views import step_from_row
 from curation.selection import sound_reason
 from flows.export_cmd import export_release
 from generators.phone.families.base import variant_of
-from review_app.plain_text import as_text as shown
 from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
+from review_app.plain_text import as_text as shown
 from tests.curation_data import build_round
 from tests.review_fixtures import PASSWORD, make_accounts
 

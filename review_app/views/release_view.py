@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from review_app import release
-from review_app.plan_proposal import plan_from_rows, proposal_rows, stored_proposal
 from review_app.plain_text import md
+from review_app.plan_proposal import plan_from_rows, proposal_rows, stored_proposal
 from review_app.views import Ctx
 from review_app.views.queue_view import round_ids
 from warehouse import review_tables as rt
