@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_review import build  # noqa: E402
+from review_app import accounts  # noqa: E402
 from review_app.label_studio import config  # noqa: E402
 from review_app.label_studio.sdk_client import connect  # noqa: E402
 from review_app.label_studio.sync import pull, push  # noqa: E402
@@ -55,6 +56,8 @@ def run(episodes: int, url: str, tokens: dict[str, str]) -> dict[str, float]:
     ls = LabelStudioSettings(url=url, token=admin_token, project=f"bench {uuid.uuid4().hex[:8]}", page_size=500)
     with tempfile.TemporaryDirectory() as tmp:
         store = build(Path(tmp) / "d", episodes)
+        # the annotator's Label Studio user counts as the account that holds its e-mail
+        accounts.add_reviewer(store, "ann", "reviewer", "bench-password", email="ann@example.com")
         client = connect(url, admin_token, page_size=ls.page_size)
         out = {}
         t0 = time.perf_counter()

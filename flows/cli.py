@@ -501,10 +501,16 @@ reviewer_app = typer.Typer(help="Reviewer accounts of the review app.", no_args_
 app.add_typer(reviewer_app, name="reviewer")
 
 
+EmailOpt = Annotated[str | None, typer.Option(
+    "--email", help="The person's full Label Studio e-mail: pulled annotations by that user count as this "
+                    "reviewer's (\"\" removes it).", show_default=False)]
+
+
 @reviewer_app.command("add")
 def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (letters, digits, '.', '_' or '-').")],
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
+    email: EmailOpt = None,
     password_stdin: PasswordStdinOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
@@ -515,7 +521,7 @@ def reviewer_add(
     from flows.reviewer_cmd import add_reviewer_account
 
     settings = _settings(config, data_dir, state_url)
-    user = add_reviewer_account(settings, name, role, password_stdin=password_stdin)
+    user = add_reviewer_account(settings, name, role, password_stdin=password_stdin, email=email)
     if as_json:
         _print_json({"name": user.name, "role": user.role, "active": True})
         return
@@ -533,6 +539,7 @@ def reviewer_set(
         bool | None, typer.Option("--active/--inactive", help="Let the account sign in, or not (signed out at once).",
                                   show_default=False)
     ] = None,
+    email: EmailOpt = None,
     password: Annotated[bool, typer.Option("--password", help="Set a new password, typed at a prompt (twice).")] = False,
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Set a new password, read from the first line of stdin.")
@@ -550,7 +557,7 @@ def reviewer_set(
 
     settings = _settings(config, data_dir, state_url)
     row = set_reviewer_account(settings, name, role=role, active=active, password_prompt=password,
-                               password_stdin=password_stdin)
+                               password_stdin=password_stdin, email=email)
     reset = password or password_stdin
     if as_json:
         _print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})

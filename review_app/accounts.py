@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -14,10 +15,13 @@ from warehouse import review_tables as rt
 from warehouse.errors import InputError, one_line
 from warehouse.store import Store
 
-# scrypt parameters (n=2**14, r=8, p=1): ~16 MiB and a few tens of ms per check,
-# the interactive-login setting of the scrypt paper.
-_N, _R, _P = 2**14, 8, 1
+# scrypt parameters (N=2**17, r=8, p=1): 128 MiB and about a second per check, the floor of
+# current guidance (OWASP's password storage cheat sheet). A hash stored with other parameters is
+# replaced on its next good sign-in (see :func:`authenticate`).
+SCRYPT_N, _R, _P = 2**17, 8, 1
+_MAXMEM = 2**28  # OpenSSL refuses scrypt above its 32 MiB default; N=2**17, r=8 needs 128 MiB
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}$")
 MIN_PASSWORD = 8
 # Throttle: after this many failed sign-ins under one name within the window, that name
 # is refused (without checking the password) until the oldest of them leaves the window.
@@ -46,9 +50,15 @@ class User:
 def hash_password(password: str, *, salt: bytes | None = None) -> str:
     """``scrypt$n$r$p$salt$hash`` (base64), with a fresh 16-byte salt unless given."""
     salt = salt if salt is not None else secrets.token_bytes(16)
-    key = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=_N, r=_R, p=_P, dklen=32)
+    n = SCRYPT_N
+    key = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=_R, p=_P, dklen=32, maxmem=_MAXMEM)
     b64 = base64.b64encode
-    return f"scrypt${_N}${_R}${_P}${b64(salt).decode()}${b64(key).decode()}"
+    return f"scrypt${n}${_R}${_P}${b64(salt).decode()}${b64(key).decode()}"
+
+
+def needs_rehash(stored: str) -> bool:
+    """True if ``stored`` was made with other scrypt parameters than new hashes get."""
+    return stored.split("$")[1:4] != [str(SCRYPT_N), str(_R), str(_P)]
 
 
 def verify_password(password: str, stored: str) -> bool:
@@ -59,7 +69,8 @@ def verify_password(password: str, stored: str) -> bool:
             return False
         want = base64.b64decode(key)
         got = hashlib.scrypt(
-            password.encode("utf-8"), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(want)
+            password.encode("utf-8"), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(want),
+            maxmem=_MAXMEM,
         )
     except (ValueError, TypeError):
         return False
@@ -76,11 +87,30 @@ def check_new_account(name: str, role: str, password: str) -> None:
         raise InputError(f"password for {name} must be at least {MIN_PASSWORD} characters")
 
 
-def add_reviewer(store: Store, name: str, role: str, password: str) -> User:
-    """Create an account; an existing name is an error (nothing is overwritten)."""
+def normal_email(email: str) -> str:
+    """The address as accounts store it (trimmed, lower case); InputError if it is not one."""
+    address = email.strip().lower()
+    if not _EMAIL.match(address):
+        raise InputError(f"e-mail {one_line(email, 80)!r} is not an address like name@example.org")
+    return address
+
+
+def _check_email_free(s, address: str | None, name: str) -> None:
+    other = rt.reviewer_by_email(session=s, email=address) if address else None
+    if other is not None and other.name != name:
+        raise InputError(f"e-mail {address} is already on reviewer {other.name!r}; one address, one account")
+
+
+def add_reviewer(store: Store, name: str, role: str, password: str, *, email: str | None = None) -> User:
+    """Create an account; an existing name, or an e-mail already on another account, is an error
+    (nothing is overwritten). ``email``: the person's Label Studio address (see :func:`normal_email`)."""
     check_new_account(name, role, password)
+    address = normal_email(email) if email else None
     with store.session() as s:
-        ok = rt.add_reviewer(session=s, reviewer=rt.Reviewer(name=name, role=role, password_hash=hash_password(password)))
+        rt.take_gate(session=s, key="accounts")
+        _check_email_free(s, address, name)
+        ok = rt.add_reviewer(session=s, reviewer=rt.Reviewer(name=name, role=role, email=address,
+                                                             password_hash=hash_password(password)))
     if not ok:
         raise InputError(f"reviewer {name!r} already exists")
     return User(name, role)
@@ -113,23 +143,27 @@ def _keep_a_lead(row: rt.Reviewer, leads: list[str], role: str | None, active: b
 
 
 def change_account(store: Store, name: str, *, role: str | None = None, active: bool | None = None,
-                   password: str | None = None) -> rt.Reviewer:
+                   password: str | None = None, email: str | None = None) -> rt.Reviewer:
     """Change what is given of an existing account: role, active, password. Refused (nothing
     written): an unknown name, an unknown role, a short password, or leaving no active lead.
     The account is read again on every page of the app, so a deactivated account is signed out
     and a demoted lead loses the lead's pages at once; a new password ends the sessions signed
-    in with the old one and clears the name's failed sign-ins."""
-    if role is None and active is None and password is None:
+    in with the old one and clears the name's failed sign-ins. ``email``: the person's Label Studio
+    address ("" removes it); one already on another account is refused."""
+    if role is None and active is None and password is None and email is None:
         raise InputError(f"nothing to change for {name!r}")
     if password is not None and len(password) < MIN_PASSWORD:
         raise InputError(f"password for {name} must be at least {MIN_PASSWORD} characters")
+    address = (normal_email(email) if email else "") if email is not None else None
     check_account_change(store, name, role=role, active=active)
     with store.session() as s:
+        rt.take_gate(session=s, key="accounts")
+        _check_email_free(s, address, name)
         row = rt.get_reviewer(session=s, name=name)
         if row is None:  # deleted in between by hand: say so as for any unknown name
             raise InputError(f"no reviewer {name!r} (flywheel reviewer list shows them)")
         _keep_a_lead(row, rt.active_leads(session=s), role, active)  # again, in the writing transaction
-        row = rt.update_reviewer(session=s, reviewer=row, role=role, active=active,
+        row = rt.update_reviewer(session=s, reviewer=row, role=role, active=active, email=address,
                                  password_hash=None if password is None else hash_password(password))
         if password is not None:
             rt.clear_signin_failures(session=s, name=name)
@@ -138,35 +172,42 @@ def change_account(store: Store, name: str, *, role: str | None = None, active: 
 
 def authenticate(store: Store, name: str, password: str, *, now: datetime | None = None) -> User | None:
     """The user if the name and password match an active account, else None (and the failure
-    is counted). SignInThrottled, without checking the password, once a name has failed
-    :data:`MAX_FAILURES` times within :data:`FAILURE_WINDOW`; a good sign-in clears its count.
-    Unknown names are throttled alike, so trying names tells nothing about which exist."""
+    is counted). SignInThrottled, without checking the password, once a name has
+    :data:`MAX_FAILURES` failures within :data:`FAILURE_WINDOW`; a good sign-in clears its count.
+    Unknown names are throttled alike, so trying names tells nothing about which exist.
+
+    Atomic under concurrent sign-ins (threads, processes, app servers on one database): each
+    attempt counts the name's failures and records itself as one more in a single transaction
+    that holds the name's gate, and only then checks the password, so of a burst at most
+    :data:`MAX_FAILURES` attempts reach a password check. A good one clears the name's count,
+    the burst's failures included; a hash made with weaker parameters is replaced then."""
     name = name.strip()
     if not _NAME.match(name):  # no account has such a name: nothing to look up, nothing to count
-        verify_password(password, _DUMMY_HASH)
+        verify_password(password, _dummy_hash())
         return None
     now = now or datetime.now(UTC)
     with store.session() as s:
+        rt.take_gate(session=s, key=f"signin:{name}")
         failures = rt.signin_failures_since(session=s, name=name, since=now - FAILURE_WINDOW)
-    if len(failures) >= MAX_FAILURES:
-        wait = failures[-MAX_FAILURES] + FAILURE_WINDOW - now
-        minutes = max(1, -(-int(wait.total_seconds()) // 60))
-        raise SignInThrottled(f"too many failed sign-ins for {name!r}; try again in {minutes} minute(s)")
-    with store.session() as s:
+        if len(failures) >= MAX_FAILURES:
+            s.rollback()  # frees the gate before the error leaves
+            wait = failures[-MAX_FAILURES] + FAILURE_WINDOW - now
+            minutes = max(1, -(-int(wait.total_seconds()) // 60))
+            raise SignInThrottled(f"too many failed sign-ins for {name!r}; try again in {minutes} minute(s)")
+        rt.add_signin_failure(session=s, name=name, at=now, keep_since=now - FAILURE_WINDOW)  # commits
         row = rt.get_reviewer(session=s, name=name)
     if row is None or not row.active:
         # Spend the same work as a real check, so a wrong name is not faster than a wrong password.
-        verify_password(password, _DUMMY_HASH)
-        user = None
-    else:
-        user = (User(row.name, row.role, credential_of(row.password_hash))
-                if verify_password(password, row.password_hash) else None)
+        verify_password(password, _dummy_hash())
+        return None
+    if not verify_password(password, row.password_hash):
+        return None  # the failure recorded above stays
     with store.session() as s:
-        if user is None:
-            rt.add_signin_failure(session=s, name=name, at=now, keep_since=now - FAILURE_WINDOW)
-        elif failures:
-            rt.clear_signin_failures(session=s, name=name)
-    return user
+        rt.clear_signin_failures(session=s, name=name)
+        if needs_rehash(row.password_hash):
+            rt.replace_password_hash(session=s, name=name, old=row.password_hash, new=hash_password(password))
+        row = rt.get_reviewer(session=s, name=name) or row
+    return User(row.name, row.role, credential_of(row.password_hash))
 
 
 def session_user(store: Store, user: User | None, signed_in_at: datetime | None, *, hours: float,
@@ -202,4 +243,11 @@ def require_user(store: Store, name: str) -> User:
     return User(row.name, row.role)
 
 
-_DUMMY_HASH = hash_password("not a password", salt=b"\0" * 16)
+@functools.cache
+def _dummy_hash_at(n: int) -> str:
+    return hash_password("not a password", salt=b"\0" * 16)
+
+
+def _dummy_hash() -> str:
+    """A hash no password matches, made with today's parameters (once, on first use)."""
+    return _dummy_hash_at(SCRYPT_N)

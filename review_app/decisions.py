@@ -21,6 +21,7 @@ from warehouse import state
 from warehouse.errors import InputError, one_line
 from warehouse.state import WITHDRAWN  # noqa: F401  (the decision value a withdrawal records)
 from warehouse.store import Store
+from warehouse.timestamps import utcnow
 
 DECISIONS = ("approve", "reject", "needs_fix")
 # Appended when a reviewer takes a decision back (an annotation deleted in Label Studio): their
@@ -144,6 +145,10 @@ def record_decision(
         recovered=bool(recovered and first_wrong_step is not None),
     )
     with store.session() as s:
+        # The gate holds off the same reviewer's other saves on this episode until this one commits:
+        # two identical decisions at once (two app servers, a retried request) are one row, not two.
+        rt.take_gate(session=s, key=f"decide:{user.name}:{episode_id}")
+        review.decided_at = utcnow()  # when it passed the gate: after any save that went first
         last = state.latest_review(session=s, episode_id=episode_id, reviewer=user.name)
         saved = last if is_repeat(last, review) else state.add_review(session=s, review=review)
         rt.delete_draft(session=s, episode_id=episode_id, reviewer=user.name)

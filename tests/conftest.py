@@ -40,6 +40,25 @@ def fresh_postgres_url() -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(autouse=True)
+def quick_scrypt(monkeypatch) -> None:
+    """Accounts made and checked in a test's own process hash with scrypt N=2**14 rather than the
+    real 2**17 (about a second a hash on a loaded machine, times every account of the suite);
+    tests of the real cost ask for :func:`real_scrypt`. Commands run as subprocesses use the real cost."""
+    from review_app import accounts
+
+    monkeypatch.setattr(accounts, "SCRYPT_N", 2**14)
+
+
+@pytest.fixture
+def real_scrypt(quick_scrypt, monkeypatch) -> int:
+    """The scrypt cost new hashes get outside tests (undoes :func:`quick_scrypt`)."""
+    from review_app import accounts
+
+    monkeypatch.undo()
+    return accounts.SCRYPT_N
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def state_url(request, tmp_path) -> str | None:
     """Each state-database test runs on SQLite (the default) and on PostgreSQL."""

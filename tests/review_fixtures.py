@@ -42,9 +42,11 @@ def make_round(store: Store, n_tasks: int = 4, families: tuple[str, ...] = ("F01
 
 
 def make_accounts(store: Store) -> None:
-    accounts.add_reviewer(store, "ann", "reviewer", PASSWORD)
-    accounts.add_reviewer(store, "bob", "reviewer", PASSWORD)
-    accounts.add_reviewer(store, "lea", "lead", PASSWORD)
+    """ann and bob (reviewers) and lea (lead), each with the e-mail NAME@example.com of their Label
+    Studio user."""
+    accounts.add_reviewer(store, "ann", "reviewer", PASSWORD, email="ann@example.com")
+    accounts.add_reviewer(store, "bob", "reviewer", PASSWORD, email="bob@example.com")
+    accounts.add_reviewer(store, "lea", "lead", PASSWORD, email="lea@example.com")
 
 
 def airline_conversation() -> dict:

@@ -174,7 +174,7 @@ def test_label_studio_tasks_with_hostile_data_plan_or_name_the_problem(data, res
     task = RemoteTask(id=1, data=data if isinstance(data, dict) else {"x": data},
                       annotations=[RemoteAnnotation(id=7, task_id=1, user_id=user_id, updated_at="t", result=result)])
     try:
-        planned, _ = plan_pull([task], {1: RemoteUser(1, "ann@example.com")}, {"e-1": ("r0001", 4)})
+        planned, _ = plan_pull([task], {1: RemoteUser(1, "ann@example.com")}, {"e-1": ("r0001", 4)}, {1: "ann"})
     except Exception as exc:  # noqa: BLE001
         assert_clear_error(exc)
         return

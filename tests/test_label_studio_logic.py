@@ -9,6 +9,7 @@ from html import escape
 import pytest
 from sqlmodel import select
 
+from review_app import accounts
 from review_app.agreement import Overlap
 from review_app.decisions import WITHDRAWN, record_decision
 from review_app.final import final_decisions
@@ -16,7 +17,7 @@ from review_app.label_studio import config
 from review_app.label_studio.annotations import parse_result
 from review_app.label_studio.client import LabelStudioError
 from review_app.label_studio.fake_client import FakeLabelStudio
-from review_app.label_studio.sync import differences, episodes_to_push, pull, push, reviewer_name
+from review_app.label_studio.sync import differences, episodes_to_push, pull, push, reviewer_names
 from review_app.label_studio.tasks import step_choice
 from tests.review_fixtures import make_accounts, make_round
 from warehouse import review_tables as rt
@@ -110,19 +111,27 @@ def _annotate_all(store, fake, who, decision="approve", **extra):
 def test_two_annotators_agree_and_count_like_the_streamlit_app(store):
     fake = FakeLabelStudio()
     push(store, fake, LS, round_ids=None)
-    ann, bob = fake.add_user("ann@example.com"), fake.add_user("bob.smith+ls@example.org")
+    ann, bob = fake.add_user("ann@example.com"), fake.add_user("Bob.Smith+LS@example.org")
     first = _annotate_all(store, fake, ann)
     summary = pull(store, fake, LS)
-    assert summary.new == len(first) and summary.reviewers_created == []  # ann has an account already
+    assert summary.new == len(first) and summary.reviewers_created == []  # ann's account holds her address
     finals = final_decisions(store, None, ALL)
     assert {f.status for f in finals.values()} == {"partial"}  # one of two reviewers so far
     _annotate_all(store, fake, bob)
+    before = len(reviews(store))
+    with pytest.raises(InputError, match=r"^Label Studio user 'Bob.Smith\+LS@example.org' \(annotation \d+ on task "
+                                         r"\d+\) has no reviewer account with that e-mail; nothing was pulled; "
+                                         r"link it with: flywheel reviewer set NAME --email Bob.Smith\+LS@example.org$"):
+        pull(store, fake, LS)
+    assert len(reviews(store)) == before  # nothing pulled, no look-alike account made
+    with store.session() as s:
+        assert sorted(r.name for r in rt.list_reviewers(session=s)) == ["ann", "bob", "lea"]
+    accounts.change_account(store, "bob", email="bob.smith+ls@example.org")  # compared in lower case
     summary = pull(store, fake, LS)
     assert summary.new == len(first) and summary.unchanged == len(first)
-    assert summary.reviewers_created == ["bob.smith-ls"]
     finals = final_decisions(store, None, ALL)
     assert {(f.status, f.decision) for f in finals.values()} == {("decided", "approve")}
-    assert all(set(f.reviewers) == {"ann", "bob.smith-ls"} for f in finals.values())
+    assert all(set(f.reviewers) == {"ann", "bob"} for f in finals.values())
     # pulling again changes nothing
     before = len(reviews(store))
     again = pull(store, fake, LS)
@@ -130,27 +139,52 @@ def test_two_annotators_agree_and_count_like_the_streamlit_app(store):
     assert len(reviews(store)) == before
 
 
-def test_two_label_studio_users_with_one_name_are_two_votes_and_an_email_change_keeps_the_reviewer(store):
+def test_a_label_studio_user_counts_as_the_account_with_its_full_email_and_no_other(store):
     from review_app.label_studio.client import RemoteUser
 
     fake = FakeLabelStudio()
     push(store, fake, LS, round_ids=None)
-    one, other = fake.add_user("cy@example.com"), fake.add_user("cy@elsewhere.org")  # two people
     tid, data = next(iter(fake.task_data.items()))
     eid = data["data"]["episode_id"]
-    fake.annotate(tid, one, [choices(config.DECISION, "approve")])
-    fake.annotate(tid, other, [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
-    summary = pull(store, fake, LS)
-    assert summary.reviewers_created == ["cy", f"cy-ls{other.id}"]
+    impostor = fake.add_user("lea@attacker.example")  # not our lead lea@example.com
+    planted = fake.annotate(tid, impostor, [choices(config.DECISION, "approve")])
+    with pytest.raises(InputError, match="'lea@attacker.example' .* has no reviewer account with that e-mail"):
+        pull(store, fake, LS)
+    assert reviews(store) == []
+    fake.delete_annotation(planted.id)
+    # two people called cy, each with an account holding their address: two votes
+    fake2 = fake
+    accounts.add_reviewer(store, "cy", "reviewer", "a long password", email="cy@example.com")
+    accounts.add_reviewer(store, "cy2", "reviewer", "a long password", email="CY@elsewhere.org")
+    one, other = fake2.add_user("cy@example.com"), fake2.add_user("cy@elsewhere.org")
+    fake2.annotate(tid, one, [choices(config.DECISION, "approve")])
+    fake2.annotate(tid, other, [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
+    summary = pull(store, fake2, LS)
+    assert summary.reviewers_created == []
     final = final_decisions(store, None, ALL)[eid]
-    assert final.status == "disputed" and set(final.reviewers) == {"cy", f"cy-ls{other.id}"}  # not one vote
-    # the first cy changes her address in Label Studio and edits her vote: still the same reviewer
-    fake.people[one.id] = RemoteUser(one.id, "cy.new@example.com", "cy.new@example.com")
-    fake.annotate(tid, fake.people[one.id], [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
-    again = pull(store, fake, LS)
-    assert again.reviewers_created == [] and {r.reviewer for r in reviews(store)} >= {"cy", f"cy-ls{other.id}"}
+    assert final.status == "disputed" and set(final.reviewers) == {"cy", "cy2"}  # not one vote
+    # the first cy changes her address in Label Studio: refused until her account says so too
+    fake2.people[one.id] = RemoteUser(one.id, "cy.new@example.com", "cy.new@example.com")
+    fake2.annotate(tid, fake2.people[one.id], [choices(config.DECISION, "reject"), choices(config.REASON, "hallucination")])
+    with pytest.raises(InputError, match="'cy.new@example.com'"):
+        pull(store, fake2, LS)
+    accounts.change_account(store, "cy", email="cy.new@example.com")
+    pull(store, fake2, LS)
     assert "cy.new" not in {r.reviewer for r in reviews(store)}
     assert final_decisions(store, None, ALL)[eid].decision == "reject"
+
+
+def test_one_email_is_on_one_account_and_bad_addresses_are_refused(store):
+    with pytest.raises(InputError, match="e-mail ann@example.com is already on reviewer 'ann'"):
+        accounts.change_account(store, "bob", email="ANN@example.com ")
+    with pytest.raises(InputError, match="already on reviewer 'ann'"):
+        accounts.add_reviewer(store, "dan", "reviewer", "a long password", email="ann@example.com")
+    for bad in ("ann", "a b@example.com", "@example.com", "ann@", "a@b@c", "x\n@y"):
+        with pytest.raises(InputError, match="is not an address like name@example.org"):
+            accounts.change_account(store, "bob", email=bad)
+    accounts.change_account(store, "bob", email="")  # removed
+    with store.session() as s:
+        assert rt.get_reviewer(session=s, name="bob").email is None
 
 
 def test_mixed_surfaces_dispute_and_adjudication(store):
@@ -286,10 +320,10 @@ def test_our_config_passes_its_own_check_and_edits_do_not():
 def test_reviewer_names_from_label_studio_users():
     from review_app.label_studio.client import RemoteUser
 
-    assert reviewer_name(RemoteUser(3, "ann@example.com")) == "ann"
-    assert reviewer_name(RemoteUser(3, "Jo Ann+x@example.com")) == "Jo-Ann-x"
-    assert reviewer_name(RemoteUser(7, "", "")) == "ls-user-7"
-    assert reviewer_name(RemoteUser(7, "@example.com", "")) == "ls-user-7"
+    by_email = {"ann@example.com": "ann", "jo.ann+x@example.com": "joann"}
+    users = [RemoteUser(3, "ann@example.com"), RemoteUser(4, "Jo.Ann+x@Example.com"), RemoteUser(5, "ann@other.org"),
+             RemoteUser(6, "", "ann"), RemoteUser(7, "ann", "ann")]
+    assert reviewer_names(users, by_email) == {3: "ann", 4: "joann"}
 
 
 def test_screens_are_served_by_url_and_linked_from_tasks(store):

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from curation.routing import CHECK as ROUTING_CHECK
 from review_app import decisions
+from review_app.plain_text import as_text as shown
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import review_tables as rt
 from warehouse import state
@@ -46,7 +47,7 @@ def _reviews(store: Store) -> list[state.Review]:
 
 def test_sign_in_refuses_a_wrong_password_and_shows_nothing(world):
     at = _signed_in("ann", "wrong password")
-    assert any("Wrong name or password" in e.value for e in at.error)
+    assert any("Wrong name or password" in shown(e.value) for e in at.error)
     assert "user" not in at.session_state
     assert not [b for b in at.button if b.key and b.key.startswith("open-")]
     at = _signed_in("nobody")
@@ -91,7 +92,7 @@ def test_decisions_are_saved_at_once_with_who_and_when_and_leave_the_queue(world
     eid = at.session_state["episode_id"]
     at.button(key="kb_reject").click().run()
     # the error names the reasons as the Reason list shows them, not by their codes
-    [error] = [e.value for e in at.error]
+    [error] = [shown(e.value) for e in at.error]
     assert "needs a reason" in error and decisions.REJECT_REASONS["wrong_result"] in error, error
     assert "wrong_result" not in error
     assert _reviews(store) == []
@@ -99,7 +100,7 @@ def test_decisions_are_saved_at_once_with_who_and_when_and_leave_the_queue(world
     at.text_input(key="d_text").input("deleted the wrong contact").run()
     at.button(key="kb_reject").click().run()
     assert not at.exception
-    assert any(s.value.startswith("Saved: reject by ann") for s in at.success)
+    assert any(shown(s.value).startswith("Saved: reject by ann") for s in at.success)
     [r] = _reviews(store)
     assert (r.episode_id, r.reviewer, r.decision, r.reason) == (eid, "ann", "reject", "wrong_result: deleted the wrong contact")
     assert r.decided_at is not None
@@ -124,10 +125,10 @@ def test_first_wrong_step_is_marked_from_the_keyboard_buttons_and_kept_as_a_draf
     at.button(key="kb_mark_error").click().run()
     # the navigator counts steps as the step panel and the first wrong step do: from 0
     n = store.duck().execute("SELECT steps FROM outcomes WHERE episode_id = ?", [long_ep]).fetchone()[0]
-    captions = [c.value for c in at.caption]
+    captions = [shown(c.value) for c in at.caption]
     assert any(c.startswith(f"step 1 of steps 0–{n - 1} ·") for c in captions), captions
     assert "First wrong step: **1**" in captions
-    assert any(m.value.startswith("**Step 1**") for m in at.markdown)
+    assert any(shown(m.value).startswith("**Step 1**") for m in at.markdown)
     # The browser closes before a decision: the draft is in the state database.
     with store.session() as s:
         draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
@@ -162,7 +163,7 @@ def test_recovered_is_toggled_with_its_own_key_only_after_a_first_wrong_step(wor
     assert not at.button(key="kb_recovered").disabled
     at.button(key="kb_recovered").click().run()
     assert at.session_state["d_recovered"] is True
-    assert any("recovered" in c.value for c in at.caption)
+    assert any("recovered" in shown(c.value) for c in at.caption)
     with store.session() as s:
         draft = rt.get_draft(session=s, episode_id=long_ep, reviewer="ann")
     assert (draft.first_wrong_step, draft.recovered) == (1, True)
@@ -195,7 +196,7 @@ def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
     # no decision is preselected: Settle pressed without one settles nothing
     assert lea.selectbox(key=f"adj-decision-{eid}").value is None
     lea.button(key=f"adj-submit-{eid}").click().run()
-    assert any(f"Choose a decision for {eid}" in e.value for e in lea.error)
+    assert any(f"Choose a decision for {eid}" in shown(e.value) for e in lea.error)
     with store.session() as s:
         assert rt.adjudications(session=s) == {}
     lea.selectbox(key=f"adj-decision-{eid}").select("reject").run()
@@ -204,7 +205,7 @@ def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
     lea.checkbox(key=f"adj-recovered-{eid}").check().run()
     lea.button(key=f"adj-submit-{eid}").click().run()
     assert not at_errors(lea)
-    assert any(f"Settled {eid}: reject" in s.value for s in lea.success)
+    assert any(f"Settled {eid}: reject" in shown(s.value) for s in lea.success)
     assert not [b for b in lea.button if b.key == f"adj-submit-{eid}"]
     with store.session() as s:
         [adj] = rt.adjudications(session=s).values()
@@ -212,7 +213,7 @@ def test_disagreements_go_to_the_leads_adjudication_queue(world, monkeypatch):
 
 
 def at_errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error] + ([str(at.exception)] if at.exception else [])
+    return [shown(e.value) for e in at.error] + ([str(at.exception)] if at.exception else [])
 
 
 def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(world, tmp_path):
@@ -224,7 +225,7 @@ def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(wo
         decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=eid, decision="approve")
     lea = _signed_in("lea")
     lea.sidebar.radio(key="nav").set_value("Release").run()
-    assert any("No plan proposed yet" in i.value for i in lea.info)
+    assert any("No plan proposed yet" in shown(i.value) for i in lea.info)
     assert not [b for b in lea.button if b.key == "rel_approve"]
     settings = load_settings(data_dir=store.data_dir, round={"episodes": 40})
     proposal = refresh_proposal(store, settings, ["F01", "F02", "F03"])
@@ -233,14 +234,14 @@ def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(wo
     # The proposal is a table of families a round can generate, each with its share and reason.
     assert lea.number_input(key="plan-share-F01").value == pytest.approx(proposal["mix"][0]["share"])
     assert not [w for w in lea.number_input if w.key == "plan-share-external"]
-    assert any("no feedback yet" in c.value for c in lea.caption)
+    assert any("no feedback yet" in shown(c.value) for c in lea.caption)
     # The lead drops F03 and raises F02's level; shares are renormalised.
     lea.number_input(key="plan-share-F03").set_value(0.0)
     lea.number_input(key="plan-level-F02").set_value(2)
     lea.number_input(key="rel_episodes").set_value(30).run()
     lea.button(key="rel_approve").click().run()
     assert not at_errors(lea)
-    assert any("Approved rel-0001: v0001 with 3 episodes" in s.value for s in lea.success)
+    assert any("Approved rel-0001: v0001 with 3 episodes" in shown(s.value) for s in lea.success)
     with store.session() as s:
         [rel] = rt.list_releases(session=s)
     plan = rel.sampling_plan
@@ -248,17 +249,17 @@ def test_a_lead_approves_a_release_with_the_planners_proposal_edited_in_place(wo
     assert plan["families"] == {"F01": 0.5, "F02": 0.5} and plan["difficulties"] == {"F01": 1, "F02": 2}
     assert plan["edited"] is True
     assert lea.text_input(key="rel_version").value == "v0002"
-    assert any("rel-0001" in c.value for c in lea.caption)  # the last release is shown beside the new one
+    assert any("rel-0001" in shown(c.value) for c in lea.caption)  # the last release is shown beside the new one
     # nothing approved since: the same episodes again, said before the lead approves
-    assert any("exactly the episodes of rel-0001" in w.value for w in lea.warning)
+    assert any("exactly the episodes of rel-0001" in shown(w.value) for w in lea.warning)
     decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[3], decision="approve")
     lea.run()
-    assert not any("exactly the episodes" in w.value for w in lea.warning)
+    assert not any("exactly the episodes" in shown(w.value) for w in lea.warning)
     # Every share at 0 is refused in place, and nothing is released.
     for fam in ("F01", "F02", "F03"):
         lea.number_input(key=f"plan-share-{fam}").set_value(0.0)
     lea.button(key="rel_approve").click().run()
-    assert any("every family's share is 0" in e.value for e in lea.error)
+    assert any("every family's share is 0" in shown(e.value) for e in lea.error)
     with store.session() as s:
         assert len(rt.list_releases(session=s)) == 1
 
@@ -275,8 +276,8 @@ def test_a_failed_episode_shows_its_attribution_beside_the_outcome(world):
     at.session_state["nav_to"] = "Episode"
     at.run()
     assert not at.exception
-    assert any(f"failure: {side}/{category} ({kind}) at step {step}" in c.value for c in at.caption), \
-        [c.value for c in at.caption]
+    assert any(f"failure: {side}/{category} ({kind}) at step {step}" in shown(c.value) for c in at.caption), \
+        [shown(c.value) for c in at.caption]
 
 
 def test_the_queue_and_the_episode_say_which_split_an_episode_is_in(world):
@@ -285,14 +286,14 @@ def test_the_queue_and_the_episode_say_which_split_an_episode_is_in(world):
     held = sorted(e for e, sp in splits.items() if sp == "challenge")
     assert held and len(held) < len(splits)  # the round holds both
     at = _signed_in("ann")
-    held_rows = [m.value for m in at.markdown if "challenge: held out" in m.value]
-    assert len(held_rows) == len(held), [m.value for m in at.markdown]
+    held_rows = [shown(m.value) for m in at.markdown if "challenge: held out" in shown(m.value)]
+    assert len(held_rows) == len(held), [shown(m.value) for m in at.markdown]
     for eid in (held[0], next(e for e, sp in sorted(splits.items()) if sp != "challenge")):
         at.session_state["episode_id"] = eid
         at.session_state["nav_to"] = "Episode"
         at.run()
         assert not at.exception
-        [line] = [c.value for c in at.caption if c.value.startswith(eid)]
+        [line] = [shown(c.value) for c in at.caption if shown(c.value).startswith(eid)]
         assert f"split {splits[eid]}" in line and ("held out" in line) == (splits[eid] == "challenge"), line
 
 
@@ -303,7 +304,7 @@ def test_dashboard_renders_its_plots(world):
     ann.sidebar.radio(key="nav").set_value("Dashboard").run()
     assert not ann.exception
     assert len(ann.get("vega_lite_chart")) == 5  # funnel, family, capability, throughput, the rounds' mix
-    assert any("no feedback yet" in c.value for c in ann.caption)
+    assert any("no feedback yet" in shown(c.value) for c in ann.caption)
     # Two feedback batches: competence per family over batches is plotted too.
     from datetime import UTC, datetime, timedelta
 
@@ -356,7 +357,7 @@ def test_next_episode_skips_forward_through_the_whole_queue(world):
         assert not at_errors(at)
         seen.append(at.session_state["episode_id"])
     assert seen == [*order, order[0]]
-    assert any("end of the queue" in i.value for i in at.info)
+    assert any("end of the queue" in shown(i.value) for i in at.info)
 
 
 def test_the_queue_page_is_clamped_before_its_rows_are_read(world, monkeypatch):
@@ -372,6 +373,6 @@ def test_the_queue_page_is_clamped_before_its_rows_are_read(world, monkeypatch):
     f02 = {e for (e,) in store.duck().execute("SELECT episode_id FROM episodes WHERE family = 'F02'").fetchall()}
     assert len(f02) == 3
     assert {b.key.removeprefix("open-") for b in at.button if b.key and b.key.startswith("open-")} == f02
-    assert not any("Nothing to review" in i.value for i in at.info)
+    assert not any("Nothing to review" in shown(i.value) for i in at.info)
     assert at.number_input(key="q_page").value == 1
-    assert any(c.value.startswith("page 1 of 1") for c in at.caption)
+    assert any(shown(c.value).startswith("page 1 of 1") for c in at.caption)

@@ -230,3 +230,23 @@ def test_reviewer_set_changes_role_activity_and_password_and_refuses_bad_input(t
     helped = subprocess.run([flywheel_executable(), "reviewer", "set", "-h"], env=cli_env(None), cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "--inactive" in helped.stdout and "--password-stdin" in helped.stdout
+
+
+def test_reviewer_email_links_a_label_studio_user_and_is_checked(tmp_path):
+    data = tmp_path / "d"
+    _one_line(_add(tmp_path, data, "ann", "--email", "ann at example"), "is not an address like name@example.org")
+    assert not data.exists()  # refused before anything was made
+    assert _add(tmp_path, data, "ann", "--email", "Ann@Example.com").returncode == 0
+    assert _add(tmp_path, data, "lea", "--role", "lead").returncode == 0
+    _one_line(_add(tmp_path, data, "bob", "--email", "ann@example.com"), "already on reviewer 'ann'")
+    _one_line(_set(tmp_path, data, "lea", "--email", "ANN@example.com"), "already on reviewer 'ann'")
+    _one_line(_set(tmp_path, data, "lea", "--email", "lea@\nexample.com"), "is not an address")
+    done = _set(tmp_path, data, "lea", "--email", "lea@example.com")
+    assert done.returncode == 0, done.stderr
+    store = Store(data)
+    with store.session() as s:
+        emails = {r.name: r.email for r in rt.list_reviewers(session=s)}
+    assert emails == {"ann": "ann@example.com", "lea": "lea@example.com"}
+    assert _set(tmp_path, data, "ann", "--email", "").returncode == 0  # removed
+    with store.session() as s:
+        assert rt.get_reviewer(session=s, name="ann").email is None

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from review_app import accounts, decisions, release
 from review_app.data import Overlap
+from review_app.plain_text import as_text as shown
 from review_app.queue import STATUS_FILTERS, QueueFilter, queue_page
 from tests.conftest import cli_env, flywheel_executable
 from tests.fuzz import HOSTILE_STRINGS, tree_digest
@@ -159,7 +160,7 @@ def test_an_expired_app_session_shows_the_sign_in_again_and_nothing_else(app_wor
     assert not at.exception
     assert "user" not in at.session_state and not _open_buttons(at)
     assert at.text_input(key="signin_name") is not None
-    assert any("session has ended" in i.value for i in at.info)
+    assert any("session has ended" in shown(i.value) for i in at.info)
 
 
 def test_a_reviewer_cannot_reach_a_leads_page_even_by_forcing_it(app_world):
@@ -197,7 +198,7 @@ def test_an_account_deactivated_or_given_a_new_password_is_signed_out_at_once(ap
         at.run()
         assert not at.exception
         assert "user" not in at.session_state and not _open_buttons(at)
-        assert any("session has ended" in i.value for i in at.info)
+        assert any("session has ended" in shown(i.value) for i in at.info)
     assert _open_buttons(_sign_in("bob", "n3w-s3cret"))  # the new password signs in
     assert "user" not in _sign_in("bob").session_state  # the old one no more
     bob_elsewhere.run()  # a session opened with the old password ends too
@@ -212,7 +213,7 @@ def test_the_app_says_when_sign_ins_are_throttled(app_world):
         at = _sign_in("ann", "wrong", at)
     at = _sign_in("ann", PASSWORD, at)
     assert "user" not in at.session_state
-    assert any("Too many failed sign-ins" in e.value for e in at.error)
+    assert any("Too many failed sign-ins" in shown(e.value) for e in at.error)
 
 
 # --- no write without a reviewer; no lead's act by a reviewer ------------------------------------
@@ -262,8 +263,9 @@ def test_queue_filters_take_injection_strings_as_plain_values(world):
     assert queue_page(store, ann, QueueFilter(status="any"), limit=100).total == len(ids)
 
 
-def test_command_line_options_take_injection_strings_as_plain_values(tmp_path, capsys):
-    """In-process for every string (fast), through the real command for one."""
+def test_command_line_options_take_injection_strings_as_plain_values(tmp_path, capsys, real_scrypt):
+    """In-process for every string (fast), through the real command for one (accounts hashed at the
+    real cost, as the command signs in with it: a weaker hash would be upgraded, changing the tree)."""
     from tests.test_bad_input_cli import run_cli
 
     store = Store(tmp_path / "d")

@@ -24,6 +24,7 @@ from generators.phone.families.base import variant_of
 from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
+from review_app.plain_text import as_text as shown
 from tests.curation_data import build_round
 from tests.review_fixtures import PASSWORD, make_accounts
 
@@ -47,7 +48,7 @@ def _app_review(store, eid: str, step: int, recovered: bool) -> None:
         at.button(key="kb_recovered").click().run()
     at.button(key="kb_approve").click().run()
     # the page's own errors, not a step's tool error that the conversation view shows in red
-    assert not at.exception and not [e.value for e in at.error if not re.match(r"^[A-Z_]+: ", e.value)]
+    assert not at.exception and not [shown(e.value) for e in at.error if not re.match(r"^[A-Z_]+: ", shown(e.value))]
 
 
 def _rows(out: Path, manifest) -> list[dict]:

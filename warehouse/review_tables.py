@@ -28,6 +28,19 @@ class Reviewer(SQLModel, table=True):
     password_hash: str
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
+    # The full e-mail address of this person's Label Studio user (lower case), or None: Label
+    # Studio's annotations are matched to accounts by it, and only by it.
+    email: str | None = Field(default=None, index=True)
+
+
+class Gate(SQLModel, table=True):
+    """A row per thing whose read-check-write must not interleave with another's (a name's sign-ins,
+    a reviewer's decision on an episode): :func:`take_gate` writes it first in a transaction, which
+    holds its row lock (PostgreSQL) or the database's write lock (SQLite) until the commit."""
+
+    __tablename__ = "gates"
+    key: str = Field(primary_key=True)
+    taken: int = 0
 
 
 class SignInFailure(SQLModel, table=True):
@@ -85,6 +98,22 @@ class Release(SQLModel, table=True):
     approved_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime)
 
 
+# --- gates -------------------------------------------------------------------------
+
+
+def take_gate(*, session: Session, key: str) -> None:
+    """Lock ``key`` for the rest of ``session``'s transaction (call it first in the transaction):
+    another session taking the same key waits until this one commits or rolls back."""
+    table = Gate.__table__
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(table).values(key=key, taken=1)
+    session.exec(stmt.on_conflict_do_update(index_elements=[table.c.key], set_={"taken": table.c.taken + 1}))
+
+
 # --- reviewers ----------------------------------------------------------------------
 
 
@@ -107,9 +136,25 @@ def list_reviewers(*, session: Session) -> list[Reviewer]:
     return list(session.exec(select(Reviewer).order_by(Reviewer.name)))
 
 
+def reviewer_by_email(*, session: Session, email: str) -> Reviewer | None:
+    """The account whose Label Studio e-mail is ``email`` (compared in lower case), or None."""
+    return session.exec(select(Reviewer).where(Reviewer.email == email.strip().lower())).first()
+
+
+def replace_password_hash(*, session: Session, name: str, old: str, new: str) -> bool:
+    """Store ``new`` as ``name``'s hash only if ``old`` is still stored (a stronger hash of the same
+    password, written once even when two sign-ins upgrade at the same time); True if written."""
+    stmt = sa.update(Reviewer).where(Reviewer.name == name, Reviewer.password_hash == old).values(password_hash=new)
+    done = session.exec(stmt).rowcount
+    session.commit()
+    return bool(done)
+
+
 def update_reviewer(*, session: Session, reviewer: Reviewer, role: str | None = None, active: bool | None = None,
-                    password_hash: str | None = None) -> Reviewer:
-    """Change what is given of an account (loaded in ``session``) and commit."""
+                    password_hash: str | None = None, email: str | None = None) -> Reviewer:
+    """Change what is given of an account (loaded in ``session``) and commit; ``email=""`` clears it."""
+    if email is not None:
+        reviewer.email = email or None
     if role is not None:
         reviewer.role = role
     if active is not None:

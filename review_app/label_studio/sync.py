@@ -7,20 +7,19 @@ rerun after a crash creates nothing twice), and the tasks whose content changed.
 Pull: everything is read from Label Studio and checked first; only then is it written, in
 one transaction, so a failure midway leaves the state database as it was and the rerun
 completes. An annotation is applied once per (id, update time): a new or edited one
-appends the reviewer's decision, a deleted one appends ``withdrawn``.
+appends the reviewer's decision, a deleted one appends ``withdrawn``. A Label Studio user's
+annotations count as the reviewer whose account holds that user's full e-mail
+(``flywheel reviewer set NAME --email ADDRESS``); a user no account holds is refused in one line.
 """
 
 from __future__ import annotations
 
-import re
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from sqlmodel import Session, select
 
 from curation.routing import CHECK as ROUTING_CHECK
-from review_app import accounts
 from review_app.data import warehouse_cursor
 from review_app.decisions import WITHDRAWN, format_reason
 from review_app.episode import EpisodeView
@@ -31,13 +30,12 @@ from review_app.label_studio.tasks import task_payload
 from warehouse import killpoints, state
 from warehouse import label_studio_tables as lt
 from warehouse import review_tables as rt
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 from warehouse.query import iter_records
 from warehouse.settings import LabelStudioSettings
 from warehouse.store import Store
 
 Progress = Callable[[int], None]
-_NAME_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # --- the project --------------------------------------------------------------------
@@ -176,32 +174,25 @@ class PullSummary:
     undecided: int = 0  # annotations without a decision yet (skipped, or no decision chosen)
     unchanged: int = 0
     foreign: int = 0  # tasks whose episode is not in the warehouse (not pulled)
-    reviewers_created: list[str] = field(default_factory=list)
+    reviewers_created: list[str] = field(default_factory=list)  # always empty: accounts are never made here
 
 
-def reviewer_name(user: RemoteUser) -> str:
-    """The review gate's name for a Label Studio user seen for the first time: the part of the
-    e-mail address before the '@' (or the username), cut to the characters reviewer names allow."""
-    base = user.email.split("@", 1)[0] if user.email else user.username
-    name = _NAME_BAD.sub("-", base).strip("-._")[:64]
-    return name or f"ls-user-{user.id}"
-
-
-def reviewer_names(users: list[RemoteUser], links: dict[int, str]) -> dict[int, str]:
-    """Each Label Studio user's reviewer: the one it was linked to by an earlier pull (``links``:
-    user id -> reviewer), else :func:`reviewer_name`, made unique with the user's id when another
-    Label Studio user holds that name already (``ann@a.org`` and ``ann@b.org`` are two votes)."""
-    out = {uid: links[uid] for uid in (u.id for u in users) if uid in links}
-    taken = set(links.values())
-    for user in sorted(users, key=lambda u: u.id):  # the earlier user keeps the plain name
-        if user.id in out:
-            continue
-        name = reviewer_name(user)
-        if name in taken:
-            name = f"{name[:56]}-ls{user.id}"
-        out[user.id] = name
-        taken.add(name)
+def reviewer_names(users: list[RemoteUser], by_email: dict[str, str]) -> dict[int, str]:
+    """Each Label Studio user's reviewer: the account whose stored e-mail (``by_email``: address ->
+    reviewer) is the user's full address, compared in lower case. Users with no such account are
+    left out: their annotations are refused, never given a look-alike account."""
+    out = {}
+    for user in users:
+        name = by_email.get((user.email or "").strip().lower())
+        if name:
+            out[user.id] = name
     return out
+
+
+def accounts_by_email(store: Store) -> dict[str, str]:
+    """Every account's Label Studio e-mail (lower case) -> its name."""
+    with store.session() as s:
+        return {r.email: r.name for r in rt.list_reviewers(session=s) if r.email}
 
 
 def _where(task: RemoteTask, ann_id: int, who: str) -> str:
@@ -240,10 +231,11 @@ def plan_pull(
 ) -> tuple[list[_Planned], int]:
     """Every annotation as a checked decision (or none yet), and how many tasks are not ours.
     ``known``: episode id -> (round, steps) from the warehouse; a task's data is trusted for its
-    episode id only; ``names``: user id -> reviewer (default: :func:`reviewer_names` with no earlier
-    links). InputError naming the first annotation that cannot be read, and how many cannot."""
-    names = names if names is not None else reviewer_names(list(users.values()), {})
-    planned, problems, foreign = [], [], 0
+    episode id only; ``names``: user id -> reviewer (:func:`reviewer_names`). InputError naming the
+    first Label Studio user with no account of that e-mail, or else the first annotation that cannot
+    be read, and how many more."""
+    names = names if names is not None else {}
+    planned, problems, strangers, foreign = [], [], [], 0
     for task in tasks:
         if task.episode_id not in known:
             foreign += 1
@@ -255,26 +247,33 @@ def plan_pull(
             if user is None:
                 problems.append(f"{_where(task, ann.id, who)}: no such Label Studio user")
                 continue
+            if user.id not in names:
+                strangers.append((user, task, ann.id))
+                continue
             try:
                 decision = None if ann.cancelled else parse_result(ann.result, n_steps)
             except InputError as exc:
                 problems.append(f"{_where(task, ann.id, who)}: {exc}")
                 continue
             planned.append(_Planned(task, ann.id, ann.updated_at, names[user.id], decision, round_id, user.id))
+    if strangers:
+        user, task, ann_id = strangers[0]
+        others = len({u.id for u, _, _ in strangers}) - 1
+        more = f" (and {others} more Label Studio user(s))" if others else ""
+        address = one_line(user.email or user.username or f"user {user.id}", 120)
+        raise InputError(f"Label Studio user {address!r} (annotation {ann_id} on task {task.id}) has no reviewer "
+                         f"account with that e-mail{more}; nothing was pulled; link it with: "
+                         f"flywheel reviewer set NAME --email {address}")
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}; nothing was pulled; fix it in Label Studio and pull again")
     return planned, foreign
 
 
-def _ensure_reviewers(s: Session, names: set[str], created: list[str]) -> None:
+def _check_active(s: Session, names: set[str]) -> None:
     for name in sorted(names):
         row = rt.get_reviewer(session=s, name=name)
-        if row is None:
-            # An account for decisions from Label Studio; it has no password anyone knows.
-            s.add(rt.Reviewer(name=name, role="reviewer", password_hash=accounts.hash_password(secrets.token_hex(16))))
-            created.append(name)
-        elif not row.active:
+        if row is not None and not row.active:
             raise InputError(f"reviewer {name!r} (from Label Studio) is inactive; nothing was pulled")
 
 
@@ -295,14 +294,14 @@ def pull(
     tasks = list(_fetch(client, project, progress))  # everything is read before anything is written
     with store.session() as s:
         user_links = lt.user_links(session=s)
-    names = reviewer_names(list(users.values()), {uid: u.reviewer for uid, u in user_links.items()})
+    names = reviewer_names(list(users.values()), accounts_by_email(store))
     planned, foreign = plan_pull(tasks, users, known_episodes(store), names)
     summary = PullSummary(project.id, len(tasks), len(planned), foreign=foreign)
     with store.session() as s:
         links = lt.project_annotations(session=s, project_id=project.id)
-        for uid in sorted({p.user_id for p in planned} - set(user_links)):  # linked once, for good
+        for uid in sorted({p.user_id for p in planned} - set(user_links)):  # who was seen, for the record
             s.add(lt.LabelStudioUser(user_id=uid, reviewer=names[uid], email=users[uid].email))
-        _ensure_reviewers(s, {p.reviewer for p in planned if p.decision is not None}, summary.reviewers_created)
+        _check_active(s, {p.reviewer for p in planned if p.decision is not None})
         seen = set()
         for p in planned:
             seen.add(p.annotation_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app import dashboard, decisions
+from review_app.plain_text import md, md_line
 from review_app.views import Ctx
 
 _CHOICES = list(decisions.DECISIONS)
@@ -14,7 +15,7 @@ def render(ctx: Ctx, open_episode) -> None:
     st.subheader("Adjudication")
     rows = dashboard.disputed(ctx.store, None, ctx.overlap)
     if st.session_state.get("flash"):
-        st.success(st.session_state.pop("flash"), icon=":material/check_circle:")
+        st.success(md(st.session_state.pop("flash")), icon=":material/check_circle:")
     if not rows:
         st.info("No disagreements waiting.")
         return
@@ -22,12 +23,12 @@ def render(ctx: Ctx, open_episode) -> None:
     for row in rows:
         eid = row["episode_id"]
         with st.container(border=True):
-            st.markdown(f"**{row['family']}** · {row['instruction'][:160]}")
-            st.caption(eid)
+            st.markdown(f"**{md_line(row['family'], 80)}** · {md_line(row['instruction'], 160)}")
+            st.caption(md(eid))
             for r in decisions.episode_reviews(ctx.store, eid):
                 st.markdown(
-                    f"- {r.reviewer}: **{r.decision}**"
-                    + (f" · {r.reason}" if r.reason else "")
+                    f"- {md(r.reviewer)}: **{md(r.decision)}**"
+                    + (f" · {md_line(r.reason, 2000)}" if r.reason else "")
                     + (f" · first wrong step {r.first_wrong_step}" if r.first_wrong_step is not None else "")
                     + (" (recovered)" if r.recovered else "")
                 )
@@ -44,7 +45,7 @@ def render(ctx: Ctx, open_episode) -> None:
                                       help="the agent recovered after that step: mask only it, not the rest")
             if c[5].button("Settle", key=f"adj-submit-{eid}", type="primary"):
                 if choice is None:
-                    st.error(f"Choose a decision for {eid} before settling it.")
+                    st.error(f"Choose a decision for {md(eid)} before settling it.")
                     continue
                 try:
                     decisions.adjudicate(
@@ -53,7 +54,7 @@ def render(ctx: Ctx, open_episode) -> None:
                         first_wrong_step=None if step is None else int(step), recovered=recovered,
                     )
                 except Exception as exc:  # noqa: BLE001  (InputError shown in place)
-                    st.error(decisions.as_shown_in_app(exc))
+                    st.error(md(decisions.as_shown_in_app(exc)))
                 else:
                     st.session_state["flash"] = f"Settled {eid}: {choice}"
                     st.rerun()

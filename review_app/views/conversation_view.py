@@ -11,6 +11,8 @@ import streamlit as st
 from review_app import keys
 from review_app.conversation import ToolCall, Turn, conversation_turns
 from review_app.episode import EpisodeView, step_position
+from review_app.plain_text import md, md_line
+from review_app.views import long_text
 
 
 def _pretty(value) -> str:
@@ -22,16 +24,16 @@ def _call(call: ToolCall, current: int, first_error: int | None) -> None:
     mark = ":red[✗]" if call.bad else ":green[✓]"
     here = "▶ " if call.step == current else ""
     flag = " · :red[**first error**]" if first_error == call.step else ""
-    who = f"↳ {call.actor} · " if call.actor != "planner" else ""
-    label = f"{here}{who}step {call.step} · `{call.tool}` {mark}{flag}"
+    who = f"↳ {md_line(call.actor, 60)} · " if call.actor != "planner" else ""
+    label = f"{here}{who}step {call.step} · **{md_line(call.tool, 80)}** {mark}{flag}"
     with st.expander(label, expanded=call.step == current):
         st.code(_pretty(call.arguments), language="json")
         if call.error:
-            st.error(call.error)
+            st.error(md(_pretty(call.error)))
         else:
             st.code(_pretty(call.result), language="json")
-        extra = f" · minefields: {', '.join(call.minefields)}" if call.minefields else ""
-        st.caption(f"label **{call.label}**{extra}")
+        extra = f" · minefields: {md(', '.join(call.minefields))}" if call.minefields else ""
+        st.caption(f"label **{md(call.label)}**{extra}")
 
 
 def _tag(step: int, current: int, first_error: int | None) -> str:
@@ -39,22 +41,22 @@ def _tag(step: int, current: int, first_error: int | None) -> str:
     return " · ".join(parts + ([":red[**first error**]"] if first_error == step else []))
 
 
-def _turn(turn: Turn, current: int, first_error: int | None) -> None:
+def _turn(turn: Turn, current: int, first_error: int | None, key: str) -> None:
     role = "user" if turn.role == "user" else "assistant"
     with st.chat_message(role, avatar=":material/person:" if role == "user" else ":material/smart_toy:"):
         own = [s for s in turn.steps if s not in {c.step for c in turn.calls}] if turn.role == "agent" else []
         if own and not turn.after:
             st.caption(_tag(own[0], current, first_error))
         if turn.text:
-            st.markdown(turn.text)
+            long_text(turn.text, key=f"{key}-text")
         for call in turn.calls:
             _call(call, current, first_error)
         if turn.after:
             if own:
                 st.caption(_tag(own[-1], current, first_error))
-            st.markdown(turn.after)
+            long_text(turn.after, key=f"{key}-after")
         if turn.error:
-            st.error(turn.error)
+            st.error(md(_pretty(turn.error)))
 
 
 def step_nav(n: int) -> None:
@@ -74,5 +76,5 @@ def render_conversation(view: EpisodeView, n: int) -> None:
     """The chat, with the step navigation buttons the keyboard clicks."""
     ss = st.session_state
     step_nav(n)
-    for turn in conversation_turns(view.episode.instruction, view.steps):
-        _turn(turn, ss["step"], ss.get("d_first_error"))
+    for i, turn in enumerate(conversation_turns(view.episode.instruction, view.steps)):
+        _turn(turn, ss["step"], ss.get("d_first_error"), key=f"full-{view.episode.episode_id}-{i}")

@@ -10,7 +10,8 @@ import streamlit as st
 from review_app import decisions, keys, screens
 from review_app.conversation import is_conversation
 from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference, load_episode, requirement_rows, step_rows
-from review_app.views import Ctx
+from review_app.plain_text import clip, md, md_line
+from review_app.views import Ctx, long_text
 from review_app.views.conversation_view import render_conversation, step_nav
 
 _REASONS = ["", *decisions.REJECT_REASONS]
@@ -72,27 +73,28 @@ def render(ctx: Ctx, next_episode) -> None:
     try:
         view = load_episode(ctx.store, ss["episode_id"], ss.get("episode_round"))
     except Exception as exc:  # noqa: BLE001
-        st.error(str(exc))
+        st.error(md(str(exc)))
         return
     _init_from_draft(ctx, view)
     n = len(view.steps)
     ss["step"] = max(0, min(ss.get("step", 0), n - 1)) if n else 0
 
     if ss.get("flash"):
-        st.success(ss.pop("flash"), icon=":material/check_circle:")
+        st.success(md(ss.pop("flash")), icon=":material/check_circle:")
     if ss.get("flash_error"):
-        st.error(ss.pop("flash_error"))
+        st.error(md(ss.pop("flash_error")))
     if ss.get("flash_note"):
-        st.info(ss.pop("flash_note"))
+        st.info(md(ss.pop("flash_note")))
 
     ep, out = view.episode, view.outcome
     verdict = (":green[verified]" if out and out.success else ":orange[outcome unknown (no reward)]"
                if out and out.success is None else ":red[not verified]")
-    st.subheader(f"{ep.family} · {verdict}")
-    st.markdown(f"> {ep.instruction}")
-    st.caption(f"{ep.episode_id} · round {ep.round_id} · split {ep.split}"
-               + (" (held out: never in a training file)" if ep.split == "challenge" else "")
-               + f" · policy {ep.policy} · rollout {ep.rollout}")
+    st.subheader(f"{md_line(ep.family, 80)} · {verdict}")
+    with st.container(border=True):
+        long_text(ep.instruction, key=f"full-{ep.episode_id}-instruction")
+    st.caption(md(f"{ep.episode_id} · round {ep.round_id} · split {ep.split}"
+                  + (" (held out: never in a training file)" if ep.split == "challenge" else "")
+                  + f" · policy {ep.policy} · rollout {ep.rollout}"))
     if is_reference(ep):
         st.info(REFERENCE_NOTE, icon=":material/school:")
 
@@ -139,32 +141,33 @@ def _timeline(view: EpisodeView, n: int) -> None:
 def _step_detail(view: EpisodeView, index: int) -> None:
     step = view.steps[index]
     with st.container(border=True):
-        st.markdown(f"**Step {index}** · {step.actor} · `{step.action.tool or step.action.kind}`")
+        st.markdown(f"**Step {index}** · {md_line(step.actor, 60)} · "
+                    f"**{md_line(step.action.tool or step.action.kind, 80)}**")
         if step.action.text:
-            st.caption(step.action.text)
+            long_text(step.action.text, key=f"full-{view.episode.episode_id}-step-{index}")
         cols = st.columns([3, 2])
         with cols[0]:
-            st.code(json.dumps(step.action.arguments, indent=1, ensure_ascii=False, default=str), language="json")
+            st.code(clip(json.dumps(step.action.arguments, indent=1, ensure_ascii=False, default=str))[0], language="json")
             if step.feedback.error:
                 e = step.feedback.error
-                st.error(f"{e.code}: {e.message}" + (f" (hint: {e.hint})" if e.hint else ""))
+                st.error(md(clip(f"{e.code}: {e.message}" + (f" (hint: {e.hint})" if e.hint else ""))[0]))
             else:
                 st.code(json.dumps(step.feedback.result, indent=1, ensure_ascii=False, default=str)[:2000], language="json")
             for notice in step.feedback.notices:
-                st.warning(notice)
+                st.warning(md(clip(str(notice))[0]))
             v = step.verification
             st.caption(
-                f"label **{v.label}** · progress {v.progress:.2f}"
-                + (f" · milestones: {', '.join(v.milestones)}" if v.milestones else "")
+                f"label **{md(v.label)}** · progress {v.progress:.2f}"
+                + (f" · milestones: {md(', '.join(v.milestones))}" if v.milestones else "")
             )
             if v.minefields:
-                st.error(f"minefields: {', '.join(v.minefields)}")
+                st.error(f"minefields: {md(', '.join(v.minefields))}")
         with cols[1]:
             svg, why = screens.step_screen(view.task, view.steps, index)
             if svg:
                 st.html(svg)
             else:
-                st.caption(why)
+                st.caption(md(why))
 
 
 def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
@@ -214,7 +217,7 @@ def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
         if mine:
             last = mine[-1]
             st.caption(
-                f"Your decision: **{last.decision}** {('· ' + last.reason) if last.reason else ''}"
+                f"Your decision: **{md(last.decision)}** {('· ' + md_line(last.reason, 2000)) if last.reason else ''}"
                 f"{f' · first wrong step {last.first_wrong_step}' if last.first_wrong_step is not None else ''}"
                 f"{' (recovered)' if last.recovered else ''}"
             )
@@ -225,20 +228,20 @@ def _outcome(view: EpisodeView) -> None:
     with st.expander("Requirements and outcome", expanded=True):
         if out:
             st.caption(
-                f"termination **{out.termination}** · progress {out.progress:.2f} · {out.steps} steps · "
+                f"termination **{md(out.termination)}** · progress {out.progress:.2f} · {out.steps} steps · "
                 f"efficiency {out.efficiency:.2f}"
-                + (f" · failure: {out.failure.side}/{out.failure.category or out.failure.type} ({out.failure.type}) "
-                   f"at step {out.failure.step}" if out.failure else "")
+                + (md(f" · failure: {out.failure.side}/{out.failure.category or out.failure.type} ({out.failure.type}) "
+                      f"at step {out.failure.step}") if out.failure else "")
             )
             if out.final_answer is not None:
-                st.caption(f"final answer: {json.dumps(out.final_answer, ensure_ascii=False, default=str)[:300]}")
+                st.caption(f"final answer: {md(json.dumps(out.final_answer, ensure_ascii=False, default=str)[:300])}")
             for f in out.user_fallbacks:  # the user model said what it may not: the scripted answer was given
-                st.warning(f"step {f.get('step')}: the user model's reply was replaced ({f.get('reason')}): "
-                           f"{str(f.get('raw', ''))[:300]}")
+                st.warning(md(f"step {f.get('step')}: the user model's reply was replaced ({f.get('reason')}): "
+                              f"{str(f.get('raw', ''))[:300]}"))
         st.dataframe(requirement_rows(view), hide_index=True, width="stretch")
     with st.expander("Curation marks", expanded=True):
         for m in view.marks:
             icon = ":green[passed]" if m.passed else ":orange[flagged]"
-            st.markdown(f"{icon} · **{m.check}**: {m.mark}" + (f" — {m.reason}" if m.reason else ""))
+            st.markdown(f"{icon} · **{md(m.check)}**: {md(m.mark)}" + (f" — {md_line(m.reason, 500)}" if m.reason else ""))
         if not view.marks:
             st.caption("not curated yet")

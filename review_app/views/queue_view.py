@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app import keys, queue
+from review_app.plain_text import md, md_line
 from review_app.views import Ctx
 from warehouse import state
 
@@ -60,7 +61,7 @@ def render(ctx: Ctx, open_episode) -> None:
     flt = current_filter(ctx)
     ss = st.session_state
     if note := ss.pop("flash_note", None):
-        st.info(note)
+        st.info(md(note))
 
     def read(number: int) -> queue.QueuePage:
         return queue.queue_page(ctx.store, ctx.user, flt, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE,
@@ -90,8 +91,8 @@ def render(ctx: Ctx, open_episode) -> None:
         if row["reference"]:  # the reference solution, not the model: say so before anything else
             tag = ":blue[reference demonstration] · " + tag
         held = " · :gray[challenge: held out]" if row["split"] == "challenge" else ""  # never trained on
-        c[1].markdown(f"{tag} · **{row['family']}**{held} · {row['instruction'][:140]}")
+        c[1].markdown(f"{tag} · **{md_line(row['family'], 80)}**{held} · {md_line(row['instruction'], 140)}")
         c[2].caption(f"{row['steps']} steps · progress {row['progress']:.2f}")
-        who = ", ".join(row["reviewers"]) or "nobody yet"
-        marks = ", ".join(row["marks"])
-        c[3].caption(f"{row['status']} ({who})" + (f" · {marks}" if marks else ""))
+        who = md(", ".join(row["reviewers"])) or "nobody yet"
+        marks = md_line(", ".join(row["marks"]), 200)
+        c[3].caption(f"{md(row['status'])} ({who})" + (f" · {marks}" if marks else ""))

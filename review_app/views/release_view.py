@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from review_app import release
+from review_app.plain_text import md
 from review_app.plan_proposal import plan_from_rows, proposal_rows, stored_proposal
 from review_app.views import Ctx
 from review_app.views.queue_view import round_ids
@@ -39,14 +40,14 @@ def render(ctx: Ctx) -> None:
         st.caption("Approved counts every episode people approved. An export of the release leaves out the "
                    "held-out challenge split and exact duplicates, and its manifest says how many.")
         if last is not None and last.episodes_digest == cand["digest"]:
-            st.warning(f"This release would hold exactly the episodes of {last.id} ({last.dataset_version}): "
+            st.warning(f"This release would hold exactly the episodes of {md(last.id)} ({md(last.dataset_version)}): "
                        "nothing was approved since. Approving it adds a version with the same data.")
     with old:
         st.markdown("**Last release**")
         if last is None:
             st.caption("none yet")
         else:
-            st.caption(f"{last.id} · {last.dataset_version} · approved by {last.approved_by} at {last.approved_at:%Y-%m-%d %H:%M}")
+            st.caption(md(f"{last.id} · {last.dataset_version} · approved by {last.approved_by} at {last.approved_at:%Y-%m-%d %H:%M}"))
             st.table(pd.DataFrame([{"rounds": ", ".join(last.round_ids), "approved": last.episodes,
                                     "notes": last.notes}]))
             st.table(_plan_frame(last.sampling_plan))
@@ -55,12 +56,12 @@ def render(ctx: Ctx) -> None:
     if proposal is None:
         st.info("No plan proposed yet: run `flywheel plan` (or finish a round) to propose one.")
         return
-    st.caption(f"Proposed from {proposal.get('source', 'even')}")
+    st.caption(f"Proposed from {md(proposal.get('source', 'even'))}")
     episodes = st.number_input("Episodes", min_value=1, step=1, key="rel_episodes",
                                value=int(proposal.get("episodes") or (last_round.requested_episodes if last_round else 100)))
     rows = _edit_rows(proposal_rows(proposal))
     for line in proposal.get("reports", []):
-        st.caption(f"Report: {line}")
+        st.caption(f"Report: {md(line)}")
     notes = st.text_input("Notes", key="rel_notes")
     if st.button("Approve release", key="rel_approve", type="primary"):
         try:
@@ -87,13 +88,13 @@ def _edit_rows(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         fam, level, share, proposed, why = st.columns(widths)
-        fam.markdown(f"`{r['family']}`")
+        fam.markdown(md(r["family"]))
         lv = level.number_input("level", min_value=1, step=1, value=r["difficulty"], key=f"plan-level-{r['family']}",
                                 label_visibility="collapsed")
         sh = share.number_input("share", min_value=0.0, max_value=1.0, step=0.01, value=r["share"], format="%.3f",
                                 key=f"plan-share-{r['family']}", label_visibility="collapsed")
         proposed.markdown(f"{r['share']:.0%} · {r['episodes']} ep")
-        why.caption(r["reason"])
+        why.caption(md(r["reason"]))
         out.append({**r, "difficulty": int(lv), "share": float(sh)})
     return out
 
