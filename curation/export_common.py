@@ -40,6 +40,7 @@ class Tally:
     inferred: Counter = field(default_factory=Counter)  # tool -> exported episodes whose schema of it was inferred
     failures: Counter = field(default_factory=Counter)  # failed episodes seen, by "side:category"
     on_episode: Callable[[], None] | None = None  # called once per episode read (a progress bar)
+    rewards: dict[str, Any] = field(default_factory=dict)  # verl: what empty, no-op, random, reference rollouts earn
 
     def took(self, split: str, ep: Mapping[str, Any], review: Decision | None = None) -> None:
         self.by_split_family[split][ep["family"]] += 1

@@ -30,11 +30,12 @@ from curation.formats.openai_chat import check_record
 from curation.formats.rl import to_rl_row
 from curation.formats.sharegpt import to_sharegpt
 from curation.formats.trl import dataset_card, trl_rows
-from curation.formats.verl import REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
+from curation.formats.verl import DATASET_MODULE, REWARD_MODULE, interaction_yaml, tools_yaml, verl_row, verl_schema
 from curation.formats.views import step_from_row
 from curation.masks import FROM_STEP, STEP_ONLY, review_mask
 from curation.masks import RULE as MASK_RULE
 from curation.pii import Scrubber
+from curation.reward_table import reward_table
 from curation.selection import Decision, problem_text, sft_exclusion
 from generators.phone.tools import META_SCHEMAS
 from warehouse.contract import SCHEMA_VERSION
@@ -140,7 +141,8 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber, why_not=
                 tally.name_approved(ep, why, problem_text(why))
             continue
         rec = to_rl_row(row)
-        why = why_not(rec) if why_not is not None else None
+        # a task with no requirements (an import) has no verifier: any rollout of it would score 1.0
+        why = "no_verifier" if not rec["task_spec"]["requirements"] else why_not(rec) if why_not is not None else None
         if why:
             tally.left_out(row, None, why)
             continue
@@ -158,8 +160,7 @@ def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Itera
     """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
     behind it), with the tools YAML, interaction YAML, task-spec file and reward module. Not
     scrubbed: the reward rebuilds each task's world from its spec (the manifest says so)."""
-    tasks = [rec for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None,
-                                         lambda r: None if r["task_spec"]["requirements"] else "no_verifier")]
+    tasks = [rec for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None)]
     specs = [rec["task_spec"] for rec in tasks]
     names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
     writer.schema = verl_schema(names)
@@ -168,8 +169,10 @@ def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Itera
     writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file.resolve())))
     writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file.resolve())))
     writer.attach("verl.reward.py", REWARD_MODULE)
-    for i, spec in enumerate(specs):
-        yield spec["split"], verl_row(spec, i, names)
+    writer.attach("verl.dataset.py", DATASET_MODULE)
+    tally.rewards = reward_table(specs)
+    for i, rec in enumerate(tasks):
+        yield rec["split"], verl_row(rec["task_spec"], i, names, rec["group"]["success_rate"])
 
 
 def _selection(fmt: str, include_verified: bool) -> str:
@@ -237,6 +240,8 @@ def run_export(
             "pii_replacements": "not scrubbed: the reward rebuilds each world from its task spec"
             if fmt == "verl" and scrubber else dict(sorted(scrubber.counts.items())) if scrubber else "scrubbing off",
         }
+        if fmt == "verl":
+            manifest["reward"] = tally.rewards
         if fmt in SFT_FORMATS:
             manifest["loss_mask"] = {"rule": MASK_RULE, "episodes": {k: tally.masks[k] for k in (FROM_STEP, STEP_ONLY)}}
         if fmt == "dpo":

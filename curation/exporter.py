@@ -63,6 +63,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_line(row: dict[str, Any]) -> str:
+    """``row`` as one JSON Lines line: the characters other readers take for line ends (``str.splitlines``
+    splits at U+0085, U+2028 and U+2029) escaped, as JSON allows inside strings."""
+    return json.dumps(row, ensure_ascii=False, default=str).translate(_LINE_BREAKS) + "\n"
+
+
 _SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 
@@ -110,7 +119,7 @@ class ExportWriter:
     def write(self, split: str, row: dict[str, Any]) -> None:
         sink = self._sink(split)
         if self.kind == "jsonl":
-            sink.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            sink.fh.write(json_line(row))
         else:
             sink.buffer.append(row)
             if len(sink.buffer) >= PARQUET_BATCH:

@@ -1,18 +1,23 @@
 """What a verl trainer runs for our RL set: the reward (``compute_score``) and the phone tools.
 
-``compute_score(data_source, solution_str, ground_truth, extra_info)`` is verl's custom reward
-signature (``custom_reward_function.path`` / ``.name``). ``ground_truth`` is the row's task
-spec (JSON text, ``reward_model.ground_truth`` of :mod:`curation.formats.verl`): the world is
-rebuilt from its seed, the rollout's tool calls are replayed in order through the one
-environment step function, and our verifier's progress (0..1) is the score. Tool calls are read
+``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)`` is verl's
+custom reward signature (``custom_reward_function.path`` / ``.name``; ``reward_kwargs`` are
+:class:`curation.rewards.RewardOptions`). ``ground_truth`` is the row's task spec (JSON text,
+``reward_model.ground_truth`` of :mod:`curation.formats.verl`): the world is rebuilt from its seed,
+the rollout's tool calls are replayed in order through the one environment step function, and
+:func:`curation.rewards.reward` is the score (no action, no reward; see there). Tool calls are read
 as verl's Hermes tool parser writes them: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
+A task with no requirements is refused (:class:`curation.rewards.NoVerifier`), never scored.
 
 ``PhoneTool`` is the ``class_name`` of every tool in the exported tools YAML: verl builds one per
 tool schema and calls ``create`` / ``execute`` / ``calc_reward`` / ``release``. Each instance runs
 its calls on its own world, built from the task spec that ``create_kwargs.task_id`` names in the
 export's task-spec file (the tool's ``config.task_specs``): calls on one instance see each other's
 writes, instances do not share a world. ``PhoneUser`` is the interaction: when the agent stops
-calling tools it replays the whole conversation on a fresh world and ends it with the score.
+calling tools it replays the whole conversation on a fresh world and ends it with the reward.
+``offered_tools`` is what the export's dataset class (``verl.dataset.py``) leaves of a row's
+``tools_kwargs``: the task's own tools (Parquet gives every row every tool's column, null where the
+task has none).
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import re
 import uuid
 from typing import Any
 
+from curation.rewards import NoVerifier, RewardOptions, reward
+from curation.rewards import action_of as _action
 from generators.phone import PhoneEnv
-from generators.phone.tools import META_SCHEMAS
-from warehouse.contract import Action, TaskSpec
+from warehouse.contract import TaskSpec
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
@@ -56,15 +62,11 @@ def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _action(i: int, name: str, args: Any) -> Action:
-    if not name or not isinstance(args, dict):
-        return Action(kind="invalid", tool=name, raw=json.dumps(args) if not isinstance(args, str) else args)
-    kind = name if name in META_SCHEMAS else "tool_call"
-    return Action(kind=kind, tool=name, arguments=args, call_id=f"call_{i}")
-
-
 def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, bool]:
-    """(progress, success) of running ``calls`` on a fresh world of ``task`` through the environment."""
+    """(progress, success) of running ``calls`` on a fresh world of ``task`` through the environment
+    (the verifier's own view; the reward is :func:`curation.rewards.reward`)."""
+    if not task.requirements:
+        raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
     env = PhoneEnv(task)
     env.reset()
     for i, (name, args) in enumerate(calls):
@@ -75,11 +77,24 @@ def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, b
     return float(progress), bool(success)
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None) -> float:
-    """verl's reward for one rollout: our verifier's progress on the task spec in ``ground_truth``."""
+def _tokens(text: str) -> int:
+    """A rollout's length in tokens, roughly (whitespace-separated pieces) when verl does not say."""
+    return len((text or "").split())
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
+                  **reward_kwargs: Any) -> float:
+    """verl's reward for one rollout: :func:`curation.rewards.reward` on the task spec in ``ground_truth``
+    (``reward_kwargs``: its options; ``extra_info.group_success_rate`` chooses the competence regime)."""
     task = TaskSpec.model_validate_json(ground_truth)
-    progress, _ = replay_score(task, parse_tool_calls(solution_str))
-    return progress
+    info = extra_info or {}
+    return reward(task, parse_tool_calls(solution_str), RewardOptions.from_kwargs(**reward_kwargs),
+                  tokens=info.get("tokens") or _tokens(solution_str), success_rate=info.get("group_success_rate"))
+
+
+def offered_tools(tools_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """A row's ``tools_kwargs`` without the tools its task does not have (null in the Parquet row)."""
+    return {name: kw for name, kw in (tools_kwargs or {}).items() if kw is not None}
 
 
 _SPECS: dict[str, dict[str, TaskSpec]] = {}  # task-spec file -> task id -> spec, read once per process
@@ -125,6 +140,7 @@ class PhoneTool:
         fn = tool_schema["function"] if isinstance(tool_schema, dict) else tool_schema.function
         self.name = fn["name"] if isinstance(fn, dict) else fn.name
         self._envs: dict[str, PhoneEnv] = {}
+        self._calls: dict[str, list[tuple[str, Any]]] = {}
 
     def get_openai_tool_schema(self) -> Any:
         return self.tool_schema
@@ -135,22 +151,26 @@ class PhoneTool:
         env = PhoneEnv(task_spec(self.config["task_specs"], task_id))
         env.reset()
         self._envs[instance_id] = env
+        self._calls[instance_id] = []
         return instance_id, {}
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[str, float, dict]:
         env = self._envs[instance_id]
         if env.done:
             return json.dumps({"ok": False, "error": {"code": "EPISODE_OVER", "message": "the episode has ended"}}), 0.0, {}
+        self._calls[instance_id].append((self.name, parameters))
         feedback, verification, _ = env.step(_action(env.steps, self.name, parameters))
         body = {"ok": feedback.ok, "data": feedback.result} if feedback.ok else {
             "ok": False, "error": feedback.error.model_dump() if feedback.error else {"code": "ERROR"}}
         return json.dumps(body, default=str), 0.0, {"progress": verification.progress}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        return float(self._envs[instance_id].evaluate()[2])
+        """The reward of this instance's calls so far (no action, no reward)."""
+        return reward(self._envs[instance_id].task, self._calls[instance_id])
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         self._envs.pop(instance_id, None)
+        self._calls.pop(instance_id, None)
 
 
 class PhoneUser:
@@ -170,9 +190,11 @@ class PhoneUser:
 
     async def generate_response(self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
                                 ) -> tuple[bool, str, float, dict]:
-        progress, success = replay_score(self._tasks[instance_id], calls_in(messages))
-        self._scores[instance_id] = progress
-        return True, "", progress, {"success": success}
+        task, calls = self._tasks[instance_id], calls_in(messages)
+        progress, success = replay_score(task, calls)
+        score = reward(task, calls, RewardOptions.from_kwargs(**(self.config.get("reward_kwargs") or {})))
+        self._scores[instance_id] = score
+        return True, "", score, {"success": success, "progress": progress}
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
         return self._scores.get(instance_id, 0.0)

@@ -1,6 +1,7 @@
 """``flywheel export --format verl``: verl's multi-turn RL Parquet read with pyarrow, the tools and
 interaction YAML it needs, and a reward module whose ``compute_score`` scores a rollout with our
-verifier from the row's task spec (it reproduces every recorded episode's progress)."""
+verifier from the row's task spec (the environment reproduces every recorded episode's progress;
+the reward pays success, never doing nothing)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from curation.verl_reward import PhoneTool, PhoneUser, compute_score
+from curation.rewards import NoVerifier
+from curation.verl_reward import PhoneTool, PhoneUser, compute_score, offered_tools, replay_score, parse_tool_calls
 from flows.export_cmd import export
 from tests.curation_data import build_round
 from tests.format_roundtrip import DATA, import_file
@@ -71,12 +73,15 @@ def test_parquet_and_yaml_load_and_agree(exported):
         assert row["agent_name"] == "tool_agent" and row["reward_model"]["style"] == "rule"
         assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["prompt"][1]["content"] == specs[info["task_id"]].instruction
         assert TaskSpec.model_validate_json(row["reward_model"]["ground_truth"]) == specs[info["task_id"]]
-        assert sorted(info["tools_kwargs"]) == sorted(names) and info["need_tools_kwargs"] is True
+        assert sorted(info["tools_kwargs"]) == sorted(names) and info["need_tools_kwargs"] is True  # Parquet: one schema
+        own = sorted(set(specs[info["task_id"]].tools) | {"finish", "ask_user"})  # what verl.dataset.py leaves
+        assert sorted(offered_tools(info["tools_kwargs"])) == own and len(own) < len(names)
+        assert all(kw == {"create_kwargs": {"task_id": info["task_id"]}} for kw in offered_tools(info["tools_kwargs"]).values())
         assert info["interaction_kwargs"]["name"] == interaction[0]["name"] and info["split"] == "train"
     assert manifest["files"]["verl.tools.yaml"]["sha256"] and sum(f["rows"] or 0 for f in manifest["files"].values()) == sum(manifest["splits"].values())
 
 
-def test_compute_score_reproduces_every_recorded_reward_and_catches_near_misses(exported):
+def test_compute_score_pays_every_recorded_success_and_catches_near_misses(exported):
     store, out, _ = exported
     spec = importlib.util.spec_from_file_location("flywheel_reward", out / "verl.reward.py")  # as verl loads it
     module = importlib.util.module_from_spec(spec)
@@ -84,12 +89,13 @@ def test_compute_score_reproduces_every_recorded_reward_and_catches_near_misses(
     n = near = 0
     for task, steps, outcome in _rollouts(store):
         text = _hermes(steps)
-        assert module.compute_score(f"agent-flywheel/{task.family}", text, task.model_dump_json(), {}) == pytest.approx(outcome.progress)
+        assert replay_score(task, parse_tool_calls(text)) == (pytest.approx(outcome.progress), outcome.success)
+        assert module.compute_score(f"agent-flywheel/{task.family}", text, task.model_dump_json(), {}) == float(outcome.success)
         n += 1
         writes = [i for i, s in enumerate(steps) if s.action.kind == "tool_call" and s.feedback.ok and s.feedback.state_delta]
         if outcome.success and writes:  # the same rollout without its last successful write is no success
             cut = steps[:writes[-1]] + steps[writes[-1] + 1:]
-            assert compute_score("x", _hermes(cut), task.model_dump_json()) < outcome.progress
+            assert compute_score("x", _hermes(cut), task.model_dump_json()) < 1.0
             near += 1
     assert n >= 20 and near >= 3
     task = next(_rollouts(store))[0]
@@ -118,7 +124,8 @@ def test_phone_tool_and_user_run_a_rollout_on_the_task_world(exported):
 
     reply, done, score, extra = asyncio.run(run())
     assert reply["ok"] == steps[0].feedback.ok and reply.get("data") == steps[0].feedback.result
-    assert done is True and score == pytest.approx(outcome.progress) and extra["success"] == outcome.success
+    assert done is True and score == float(outcome.success) and extra["success"] == outcome.success
+    assert extra["progress"] == pytest.approx(outcome.progress)
 
 
 def test_a_moved_export_says_which_path_to_set(exported, tmp_path):
@@ -132,3 +139,29 @@ def test_a_moved_export_says_which_path_to_set(exported, tmp_path):
         asyncio.run(PhoneTool(moved, schema).create(create_kwargs={"task_id": task.task_id}))
     with pytest.raises(KeyError, match="not in the verl task-spec file"):
         asyncio.run(PhoneTool(config, schema).create(create_kwargs={"task_id": "t-of-another-export"}))
+
+
+def test_the_manifest_states_what_empty_no_op_random_and_reference_rollouts_earn(exported):
+    _, out, manifest = exported
+    table = manifest["reward"]["mean_reward"]
+    assert manifest["reward"]["tasks"] >= 5 and (out / "verl.dataset.py").exists()
+    for preset in ("default", "partial", "cost_weight=0.5"):
+        assert table[preset]["empty"] == table[preset]["no_op"] == 0.0 and table[preset]["reference"] == 1.0
+        assert table[preset]["random"] < 0.5
+    assert table["verifier_progress"]["empty"] > 0.2  # what the old reward paid for doing nothing
+
+
+def test_rl_and_verl_leave_out_a_task_without_requirements_and_its_score_is_refused(exported, tmp_path):
+    store, _, verl_manifest = exported
+    ids = [e for (e,) in store.duck().execute("SELECT episode_id FROM episodes").fetchall()]
+    from types import SimpleNamespace
+    approved = {e: SimpleNamespace(decision="approve", reviewer="t", first_wrong_step=None, recovered=False) for e in ids}
+    _, manifest = export(store, tmp_path, fmt="rl", include_verified=False, decisions=approved)
+    assert manifest["excluded"]["no_verifier"] == verl_manifest["excluded"]["no_verifier"] == 1
+    rows = [json.loads(line) for name in manifest["files"] for line in (tmp_path / name).read_text().splitlines()]
+    assert rows and all(r["task_spec"]["requirements"] for r in rows)
+    task = TaskSpec.model_validate(rows[0]["task_spec"]).model_copy(update={"requirements": []})
+    with pytest.raises(NoVerifier, match="no requirements"):
+        compute_score("x", "", task.model_dump_json())
+    with pytest.raises(NoVerifier):
+        replay_score(task, [])
