@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from warehouse import killpoints
-from warehouse.errors import FlywheelError, first_line
+from warehouse.errors import FlywheelError, InputError, first_line
 
 try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
     from typer._click import exceptions as click_errors
@@ -314,9 +314,19 @@ def export(
 
 @app.command()
 def decide(
-    episode_id: Annotated[str, typer.Argument(help="The episode to decide on.", show_default=False)],
-    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer account (signs in with its password).")],
-    decision: Annotated[str, typer.Option("--decision", help="approve, reject or needs_fix.")],
+    episode_id: Annotated[
+        str | None, typer.Argument(help="The episode to decide on (or --file for many).", show_default=False)
+    ] = None,
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer account (signs in with its password).")] = "",
+    decision: Annotated[
+        str | None, typer.Option("--decision", help="approve, reject or needs_fix (with --file: for lines without one).")
+    ] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", help="A JSON Lines file of decisions, one an episode: "
+                                  '{"episode_id": ..., "decision": ..., "reason": ..., "note": ..., '
+                                  '"first_wrong_step": ..., "recovered": ..., "round": ...}; one sign-in for all.',
+                                  show_default=False)
+    ] = None,
     round_id: Annotated[
         str | None, typer.Option("--round", help="The episode's round (default: the round that holds it).")
     ] = None,
@@ -334,9 +344,22 @@ def decide(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Record one review decision, as the review app does (an unknown episode or round is refused)."""
+    """Record a review decision, as the review app does (an unknown episode or round is refused), or a
+    file of them with --file."""
     from flows.decide_cmd import decide as run
 
+    if not reviewer:
+        raise InputError("--reviewer is needed (the account that decides)")
+    if (episode_id is None) == (file is None):
+        raise InputError("give an episode id or --file FILE (one of the two)")
+    if file is not None:
+        if round_id or reason or note or first_wrong_step is not None or recovered:
+            raise InputError("with --file, --round, --reason, --note, --first-wrong-step and --recovered go in each line")
+        _decide_file(file, reviewer=reviewer, decision=decision, password_stdin=password_stdin, as_json=as_json,
+                     config=config, data_dir=data_dir, state_url=state_url)
+        return
+    if decision is None:
+        raise InputError("--decision is needed (approve, reject or needs_fix)")
     _, store = _existing_store(config, data_dir, state_url)
     saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
@@ -350,6 +373,24 @@ def decide(
         " (recovered)" if saved.recovered else "")
     out.print(f"Recorded {saved.decision} by {saved.reviewer} on {saved.episode_id} (round {saved.round_id}{mark})",
               markup=False, highlight=False)
+
+
+def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_stdin: bool, as_json: bool,
+                 config: Path | None, data_dir: str | None, state_url: str | None) -> None:
+    from flows.decide_cmd import decide_file
+    from flows.views import print_skipped
+
+    _, store = _existing_store(config, data_dir, state_url)
+    result = decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
+    if as_json:
+        _print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
+                     "already": result.already, "skipped": [{"where": w, "why": y} for w, y in result.skipped]})
+    else:
+        print_skipped(err, str(file), result.skipped, limit=20)
+        out.print(f"Recorded {result.recorded} decision(s) by {result.reviewer} from {file} ({result.already} already "
+                  f"recorded, {len(result.skipped)} line(s) skipped)", markup=False, highlight=False)
+    if result.skipped and not (result.recorded or result.already):
+        raise typer.Exit(1)  # nothing in the file could be recorded
 
 
 @app.command()

@@ -125,9 +125,10 @@ def record_decision(
     reason_text: str = "",
     first_wrong_step: int | None = None,
     recovered: bool = False,
+    repeat_window: timedelta = REPEAT_WINDOW,
 ) -> state.Review:
     """Save one decision by a reviewer with an account, and drop their draft. The same
-    decision again within :data:`REPEAT_WINDOW` adds nothing: the one recorded is returned.
+    decision again within ``repeat_window`` adds nothing: the one recorded is returned.
 
     ``recovered`` (with a first wrong step): the agent recovered after it, so only that
     step is kept out of the loss; otherwise it and every later assistant turn are. A
@@ -150,7 +151,7 @@ def record_decision(
         rt.take_gate(session=s, key=f"decide:{user.name}:{episode_id}")
         review.decided_at = utcnow()  # when it passed the gate: after any save that went first
         last = state.latest_review(session=s, episode_id=episode_id, reviewer=user.name)
-        saved = last if is_repeat(last, review) else state.add_review(session=s, review=review)
+        saved = last if is_repeat(last, review, repeat_window) else state.add_review(session=s, review=review)
         rt.delete_draft(session=s, episode_id=episode_id, reviewer=user.name)
     return saved
 

@@ -250,3 +250,76 @@ def test_reviewer_email_links_a_label_studio_user_and_is_checked(tmp_path):
     assert _set(tmp_path, data, "ann", "--email", "").returncode == 0  # removed
     with store.session() as s:
         assert rt.get_reviewer(session=s, name="ann").email is None
+
+
+def test_decide_file_records_every_good_line_after_one_sign_in_and_a_rerun_adds_nothing(tmp_path):
+    from sqlmodel import select
+
+    from tests.review_fixtures import PASSWORD, make_accounts
+    from warehouse import state
+
+    data = tmp_path / "d"
+    store = Store(data)
+    ids = make_round(store, n_tasks=6)
+    make_accounts(store)
+    near_miss = ids[0][:-1] + ("0" if ids[0][-1] != "0" else "1")
+    lines = [
+        json.dumps({"episode_id": ids[0], "decision": "approve"}),
+        json.dumps({"episode_id": ids[1], "decision": "reject", "reason": "wrong_result",
+                    "note": "Zürich ≠ Zurich,\nand the \"card\" was 4111 1111 1111 1111"}),
+        json.dumps({"episode_id": ids[2], "decision": "Needs_Fix ", "first_wrong_step": 1}),
+        json.dumps({"episode_id": ids[3]}),  # the decision comes from --decision
+        json.dumps({"episode_id": near_miss, "decision": "approve"}),
+        '{"episode_id": "' + ids[4] + '", "decision": "approve"',  # cut short
+        json.dumps([ids[4], "approve"]),
+        json.dumps({"episode_id": ids[4], "decision": "approve", "approved_by": "lea"}),
+        json.dumps({"episode_id": ids[4], "decision": "reject"}),  # no reason
+        json.dumps({"episode_id": ids[5], "decision": "approve", "first_wrong_step": True}),
+        json.dumps({"episode_id": ids[5], "decision": "approve", "first_wrong_step": 999}),
+        json.dumps({"episode_id": ids[5], "decision": "approve", "round": "r0009"}),
+    ]
+    path = tmp_path / "decisions.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def decide_file(*args, password=PASSWORD):
+        return subprocess.run(
+            [flywheel_executable(), "decide", "--file", str(path), "--reviewer", "lea", *args, "--password-stdin",
+             "--data-dir", str(data)],
+            input=password + "\n", env=cli_env(None), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    _one_line(decide_file(password="wrong"), "wrong name or password")
+    first = decide_file("--decision", "approve")
+    assert first.returncode == 0, first.stderr
+    assert f"Recorded 4 decision(s) by lea from {path} (0 already recorded, 8 line(s) skipped)" in first.stdout
+    warned = [line for line in first.stderr.splitlines() if line.startswith("warning:")]
+    assert [w.split(": ")[2] for w in warned] == [f"line {n}" for n in range(5, 13)], warned
+    assert "Traceback" not in first.stderr
+    for n, why in ((5, f"no episode '{near_miss}' in any round"), (6, "not JSON"), (7, "not list"),
+                   (8, "unknown key(s) 'approved_by'"), (9, "a rejection needs a reason"),
+                   (10, "first_wrong_step must be a step number"), (11, "not a step"), (12, "no round 'r0009'")):
+        assert why in warned[n - 5], (n, warned[n - 5])
+    with store.session() as s:
+        rows = {r.episode_id: r for r in s.exec(select(state.Review)).all()}
+    assert set(rows) == set(ids[:4]) and {r.reviewer for r in rows.values()} == {"lea"}
+    assert (rows[ids[1]].decision, rows[ids[2]].decision, rows[ids[2]].first_wrong_step) == ("reject", "needs_fix", 1)
+    assert "Zürich ≠ Zurich,\nand the \"card\"" in rows[ids[1]].reason
+    assert rows[ids[3]].decision == "approve"
+
+    with store.session() as s:  # a rerun the next day (the file kept, the run killed halfway, say)
+        for r in s.exec(select(state.Review)).all():
+            r.decided_at = r.decided_at - timedelta(days=1)
+            s.add(r)
+        s.commit()
+    again = decide_file("--decision", "approve", "--json")  # nothing twice
+    assert again.returncode == 0, again.stderr
+    said = json.loads(again.stdout)
+    assert (said["recorded"], said["already"], len(said["skipped"])) == (0, 4, 8)
+    with store.session() as s:
+        assert len(s.exec(select(state.Review)).all()) == 4
+
+    path.write_text(json.dumps({"episode_id": near_miss, "decision": "approve"}) + "\n", encoding="utf-8")
+    nothing = decide_file()
+    assert nothing.returncode == 1 and "Recorded 0 decision(s)" in nothing.stdout
+    path.write_text("not json at all\n", encoding="utf-8")
+    _one_line(decide_file(), f"{path}:1:1: not JSON")
+    _one_line(decide_file("--note", "x"), "go in each line")
