@@ -27,9 +27,9 @@ import asyncio
 from dataclasses import dataclass
 from statistics import median
 
-GROW_BELOW = 1.25  # a window this close to the uncongested latency means room for more
-SHRINK_ABOVE = 1.6  # a window this much slower means calls are queueing at the server
-TARGET = 1.2  # after a shrink, aim at about this slowdown
+GROW_BELOW = 1.4  # a window this close to the uncongested latency means room for more
+SHRINK_ABOVE = 1.8  # a window this much slower means calls are queueing at the server
+TARGET = 1.35  # after a shrink, aim at about this slowdown (a short queue keeps every slot busy)
 MIN_WINDOW = 6  # replies a decision waits for (or the limit's worth, whichever is more)
 SLOW_START_WINDOW = 3  # the same while the limit doubles (or half the limit's worth)
 
