@@ -329,6 +329,8 @@ def test_reviewer_names_from_label_studio_users():
 def test_screens_are_served_by_url_and_linked_from_tasks(store):
     from starlette.testclient import TestClient
 
+    from review_app import screens
+    from review_app.episode import load_episode
     from review_app.label_studio.screens_server import screens_app
 
     fake = FakeLabelStudio()
@@ -340,6 +342,8 @@ def test_screens_are_served_by_url_and_linked_from_tasks(store):
     client = TestClient(screens_app(store))
     got = client.get(f"/{eid}/0.svg")
     assert got.status_code == 200 and got.headers["content-type"] == "image/svg+xml" and "<svg" in got.text
+    view = load_episode(store, eid)  # the same image the review app shows after step 0
+    assert got.text == screens.before_and_after(view.task, view.steps, 0)[1].svg
     assert client.get(f"/{eid}/{task['n_steps']}.svg").status_code == 404  # one past the last step
     assert client.get("/e-no-such-episode/0.svg").status_code == 404
 

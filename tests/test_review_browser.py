@@ -243,3 +243,73 @@ def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversat
     with store.session() as s:
         (review,) = s.exec(select(state.Review)).all()
     assert (review.episode_id, review.reviewer, review.decision, review.first_wrong_step) == (eid, "ann", "approve", 0)
+
+
+DOCS_IMG = ROOT / "docs" / "img"
+_LOADED_SCREENS = """() => Array.from(document.querySelectorAll('img.phone-screen'))
+    .map((img) => [img.dataset.screen, img.complete ? img.naturalWidth : 0, img.getAttribute('src')])"""
+
+
+def _screens_loaded(page, want: set[str]) -> list:
+    """The phone-screen images on the page once every one of ``want`` has loaded (natural width > 0)."""
+    page.wait_for_function(
+        f"() => {{ const s = ({_LOADED_SCREENS})(); const w = {sorted(want)!r};"
+        " return w.every((k) => s.some((x) => x[0] === k && x[1] > 0)); }")
+    return page.evaluate(_LOADED_SCREENS)
+
+
+def test_the_phone_screens_load_as_images_before_and_after_each_step(review_server):
+    """The step panel shows the phone before and after the current step as images the app serves
+    (loaded: natural width above zero), the same screens the phone's renderer draws; the episode
+    view's screenshot in the README is taken here."""
+    import urllib.request
+
+    from playwright.sync_api import expect
+
+    from review_app import screens
+    from review_app.episode import load_episode
+
+    url, store = review_server
+    with chromium_page(1400) as page:
+        sign_in(page, url)
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.locator("body").press("n")
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
+        eid = page.evaluate("() => document.body.innerText.match(/(\\S+) · round r0001/)[1]")
+        view = load_episode(store, eid)
+        # step 0: nothing before it, the screen after it drawn
+        expect(page.get_by_text("the episode starts here: no earlier screen")).to_be_visible()
+        (after0,) = [s for s in _screens_loaded(page, {"after"}) if s[0] == "after"]
+        with urllib.request.urlopen(url + after0[2]) as resp:  # the app serves the phone's own drawing
+            assert resp.headers["Content-Type"].startswith("image/svg+xml")
+            assert resp.read().decode() == screens.step_screen(view.task, view.steps, 0)[0]
+        page.locator("body").press("j")
+        expect(page.get_by_text("step 1 of steps", exact=False)).to_be_visible()
+        expect(page.get_by_text("before step 1 (after step 0)")).to_be_visible()
+        shown = dict((w, (n, src)) for w, n, src in _screens_loaded(page, {"before", "after"}))
+        assert shown["before"][0] > 0 and shown["after"][0] > 0
+        assert shown["before"][1] == after0[2]  # the screen before step 1 is the one after step 0
+        assert shown["after"][1] != after0[2]
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_IMG / "episode-view.png"), full_page=False)
+    assert (DOCS_IMG / "episode-view.png").stat().st_size > 10_000
+
+
+def test_the_conversation_view_shows_the_current_steps_screens(conversation_server):
+    from playwright.sync_api import expect
+
+    url, store, eid = conversation_server
+    with chromium_page(1100) as page:
+        sign_in(page, url)
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.locator("body").press("n")
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.a === 'kb_approve'")
+        expect(page.locator('[data-testid="stChatMessage"]')).to_have_count(6)
+        _screens_loaded(page, {"after"})
+        page.locator("body").press("j")
+        expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
+        _screens_loaded(page, {"before", "after"})
+        # only the current step's pair (step 0's leaves once Streamlit's rerun has ended)
+        page.wait_for_function(f"() => ({_LOADED_SCREENS})().length === 2")
+        shown = page.evaluate(_LOADED_SCREENS)
+        assert sorted(w for w, n, _ in shown if n > 0) == ["after", "before"]

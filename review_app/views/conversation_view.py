@@ -8,11 +8,12 @@ import json
 
 import streamlit as st
 
-from review_app import keys
+from review_app import keys, screens
 from review_app.conversation import ToolCall, Turn, conversation_turns
 from review_app.episode import EpisodeView, step_position
 from review_app.plain_text import md, md_line
 from review_app.views import long_text
+from review_app.views.screen_image import show_screens
 
 
 def _pretty(value) -> str:
@@ -20,7 +21,14 @@ def _pretty(value) -> str:
     return text if len(text) <= 3000 else text[:2999] + "…"
 
 
-def _call(call: ToolCall, current: int, first_error: int | None) -> None:
+def _screens(view: EpisodeView, step: int) -> None:
+    """The phone before and after the current step, under it."""
+    index = next((i for i, s in enumerate(view.steps) if s.index == step), None)
+    if index is not None:
+        show_screens(screens.before_and_after(view.task, view.steps, index), place="chat", width=200)
+
+
+def _call(call: ToolCall, current: int, first_error: int | None, view: EpisodeView) -> None:
     mark = ":red[✗]" if call.bad else ":green[✓]"
     here = "▶ " if call.step == current else ""
     flag = " · :red[**first error**]" if first_error == call.step else ""
@@ -34,6 +42,8 @@ def _call(call: ToolCall, current: int, first_error: int | None) -> None:
             st.code(_pretty(call.result), language="json")
         extra = f" · minefields: {md(', '.join(call.minefields))}" if call.minefields else ""
         st.caption(f"label **{md(call.label)}**{extra}")
+        if call.step == current:
+            _screens(view, call.step)
 
 
 def _tag(step: int, current: int, first_error: int | None) -> str:
@@ -41,7 +51,7 @@ def _tag(step: int, current: int, first_error: int | None) -> str:
     return " · ".join(parts + ([":red[**first error**]"] if first_error == step else []))
 
 
-def _turn(turn: Turn, current: int, first_error: int | None, key: str) -> None:
+def _turn(turn: Turn, current: int, first_error: int | None, key: str, view: EpisodeView) -> None:
     role = "user" if turn.role == "user" else "assistant"
     with st.chat_message(role, avatar=":material/person:" if role == "user" else ":material/smart_toy:"):
         own = [s for s in turn.steps if s not in {c.step for c in turn.calls}] if turn.role == "agent" else []
@@ -50,13 +60,15 @@ def _turn(turn: Turn, current: int, first_error: int | None, key: str) -> None:
         if turn.text:
             long_text(turn.text, key=f"{key}-text")
         for call in turn.calls:
-            _call(call, current, first_error)
+            _call(call, current, first_error, view)
         if turn.after:
             if own:
                 st.caption(_tag(own[-1], current, first_error))
             long_text(turn.after, key=f"{key}-after")
         if turn.error:
             st.error(md(_pretty(turn.error)))
+        if current in own:  # a question or the closing message: its screens under it
+            _screens(view, current)
 
 
 def step_nav(n: int) -> None:
@@ -77,4 +89,4 @@ def render_conversation(view: EpisodeView, n: int) -> None:
     ss = st.session_state
     step_nav(n)
     for i, turn in enumerate(conversation_turns(view.episode.instruction, view.steps)):
-        _turn(turn, ss["step"], ss.get("d_first_error"), key=f"full-{view.episode.episode_id}-{i}")
+        _turn(turn, ss["step"], ss.get("d_first_error"), key=f"full-{view.episode.episode_id}-{i}", view=view)

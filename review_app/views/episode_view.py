@@ -13,6 +13,7 @@ from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference, load_e
 from review_app.plain_text import clip, md, md_line
 from review_app.views import Ctx, long_text
 from review_app.views.conversation_view import render_conversation, step_nav
+from review_app.views.screen_image import show_screens
 
 _REASONS = ["", *decisions.REJECT_REASONS]
 
@@ -145,8 +146,8 @@ def _step_detail(view: EpisodeView, index: int) -> None:
                     f"**{md_line(step.action.tool or step.action.kind, 80)}**")
         if step.action.text:
             long_text(step.action.text, key=f"full-{view.episode.episode_id}-step-{index}")
-        cols = st.columns([3, 2])
-        with cols[0]:
+        show_screens(screens.before_and_after(view.task, view.steps, index), place="steps")
+        with st.container():
             st.code(clip(json.dumps(step.action.arguments, indent=1, ensure_ascii=False, default=str))[0], language="json")
             if step.feedback.error:
                 e = step.feedback.error
@@ -162,12 +163,6 @@ def _step_detail(view: EpisodeView, index: int) -> None:
             )
             if v.minefields:
                 st.error(f"minefields: {md(', '.join(v.minefields))}")
-        with cols[1]:
-            svg, why = screens.step_screen(view.task, view.steps, index)
-            if svg:
-                st.html(svg)
-            else:
-                st.caption(md(why))
 
 
 def _decision_panel(ctx: Ctx, view: EpisodeView, n: int, next_episode) -> None:
