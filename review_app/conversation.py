@@ -32,6 +32,19 @@ class ToolCall:
         return (not self.ok) or bool(self.minefields) or self.label in ("harmful", "invalid_call", "recoverable_error")
 
 
+def call_verdict(call: ToolCall) -> str:
+    """What went wrong with a call, in a few words (its error's code, a bad label, the minefields
+    it hit), or its label when nothing did: a failed step is never labelled just "ok"."""
+    parts = []
+    if call.error:
+        parts.append(call.error.split(":", 1)[0] if ":" in call.error else call.error)
+    if call.label != "ok" or not parts and not call.minefields:
+        parts.append(call.label)
+    if call.minefields:
+        parts.append("minefields: " + ", ".join(call.minefields))
+    return " · ".join(parts)
+
+
 @dataclass
 class Turn:
     """A message of the user or the agent; ``steps`` are the steps it covers (its own and its calls')."""

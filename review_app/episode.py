@@ -40,10 +40,36 @@ class EpisodeView:
     @property
     def first_failed_step(self) -> int | None:
         """The first step with an error or a non-ok label: a hint, not a decision."""
-        for s in self.steps:
-            if not s.feedback.ok or s.verification.label not in ("ok", "redundant") or s.verification.minefields:
-                return s.index
-        return None
+        failed = self.failed_steps
+        return failed[0] if failed else None
+
+    @property
+    def failed_steps(self) -> list[int]:
+        """Every step with an error, a minefield or a label other than ok or redundant, in order."""
+        return [s.index for s in self.steps
+                if not s.feedback.ok or s.verification.label not in ("ok", "redundant") or s.verification.minefields]
+
+
+def next_failed_step(failed: list[int], cursor: int) -> int | None:
+    """The first failed step after ``cursor``, else the first of all (wrapping); None if none failed."""
+    return next((i for i in failed if i > cursor), failed[0] if failed else None)
+
+
+def steps_calling(view: EpisodeView, text: str) -> list[int]:
+    """The steps whose tool's name holds ``text`` (any case), in order."""
+    want = text.strip().lower()
+    if not want:
+        return []
+    return [s.index for s in view.steps if want in (s.action.tool or s.action.kind or "").lower()]
+
+
+def table_window(n: int, cursor: int, size: int = 10) -> tuple[int, int]:
+    """The rows [start, stop) of an ``n``-step table to show so that ``cursor`` is among them: the
+    table follows the cursor, with a few steps before it in view."""
+    if n <= size:
+        return 0, n
+    start = max(0, min(cursor - size // 3, n - size))
+    return start, start + size
 
 
 def load_episode(store: Store, episode_id: str, round_id: str | None = None) -> EpisodeView:

@@ -42,6 +42,7 @@ class QueueFilter:
     success: bool | None = None
     marks: list[str] = field(default_factory=list)  # any of these mark values
     status: str = "to review"
+    text: str = ""  # in the instruction, or in a tool call's name or arguments (any case)
 
 
 _ROUTED_CTE = f"routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})"
@@ -74,7 +75,16 @@ def _conditions(flt: QueueFilter, user: User) -> tuple[str, list[str], list[Any]
     if flt.marks:
         where.append("e.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
         params.append(flt.marks)
+    if flt.text.strip():
+        where.append(_TEXT)
+        params += [flt.text.strip().lower()] * 3
     return joins, where, params
+
+
+# a literal substring (strpos, not LIKE: % and _ in what is searched for are only themselves)
+_TEXT = """(strpos(lower(e.instruction), ?) > 0 OR e.episode_id IN (
+    SELECT episode_id FROM steps
+    WHERE strpos(lower(coalesce(action_tool, '')), ?) > 0 OR strpos(lower(coalesce(action_arguments, '')), ?) > 0))"""
 
 
 def queue_page(
@@ -183,3 +193,32 @@ def filter_options(store: Store, round_ids: list[str] | None) -> dict[str, list[
     caps = [r[0] for r in con.execute("SELECT DISTINCT unnest(capabilities) FROM tasks ORDER BY 1").fetchall()]
     marks = [r[0] for r in con.execute("SELECT DISTINCT mark FROM marks ORDER BY 1").fetchall()]
     return {"families": fams, "capabilities": caps, "marks": marks}
+
+
+def matching_episodes(
+    store: Store, user: User, flt: QueueFilter, overlap: Overlap | None = None, *, limit: int = 100_000
+) -> list[dict[str, Any]]:
+    """Every episode of the queue under ``flt`` (in its order, up to ``limit``): id, round, family,
+    success, whether it is a reference demonstration and whether ``user`` has decided it."""
+    if flt.status not in STATUS_FILTERS:
+        raise ValueError(f"unknown status filter {flt.status!r}")
+    if any("\x00" in r for r in flt.round_ids):
+        return []
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    joins, where, params = _conditions(flt, user)
+    sql = f"""
+        WITH {_ROUTED_CTE}
+        SELECT e.episode_id, e.round_id, e.family, o.success, e.policy = ? AS reference,
+               coalesce(list_contains(s.reviewers, ?), false) AS mine
+        FROM episodes e
+        JOIN outcomes o USING (episode_id)
+        LEFT JOIN routed r USING (episode_id)
+        LEFT JOIN status s USING (episode_id)
+        {joins}
+        WHERE {' AND '.join(where)}
+        ORDER BY {_RANK}, e.episode_id
+        LIMIT ?
+    """
+    cols = ["episode_id", "round_id", "family", "success", "reference", "mine"]
+    rows = con.execute(sql, [REFERENCE_POLICY, user.name, *params, limit]).fetchall()
+    return [dict(zip(cols, r, strict=True)) for r in rows]

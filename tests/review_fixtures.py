@@ -99,3 +99,40 @@ def import_conversations(store: Store, tmp_path) -> str:
     prepared = prepare_import(path, "openai-chat")
     import_prepared(store, prepared)
     return next(iter(prepared.episodes))
+
+
+LONG_FAILED = (7, 23, 41)  # the calls of long_conversation that fail
+
+
+def long_conversation(n_calls: int = 60) -> dict:
+    """One user request worked through in ``n_calls`` tool calls (a long single-user episode):
+    unicode, newlines and nested JSON in the arguments; the calls in LONG_FAILED fail."""
+    import json
+
+    messages = [{"role": "system", "content": "You tidy a photo library."},
+                {"role": "user", "content": "Tag every photo from the Zürich trip 📷 with its place,\nplease."}]
+    for i in range(n_calls):
+        name = ("photos_tag", "photos_search", "album_add")[i % 3]
+        args = {"photo": f"p-{i:03d}", "tag": {"place": "Zürich — Üetliberg", "note": f"line 1\nline 2 #{i}"}}
+        body = ({"ok": False, "error": {"code": "NOT_FOUND", "message": f"no photo p-{i:03d} «gone»"}}
+                if i in LONG_FAILED else {"ok": True, "data": {"photo": f"p-{i:03d}", "tags": [args["tag"]]}})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": json.dumps(body)})
+    messages.append({"role": "assistant", "content": "All photos are tagged."})
+    return {"messages": messages, "reward": 0.0, "task": {"family": "photos", "template": "tag_trip"},
+            "tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+                      for n in ("photos_tag", "photos_search", "album_add")]}
+
+
+def import_long_episode(store: Store, tmp_path, n_calls: int = 60) -> str:
+    """Import long_conversation as a round of its own; its episode id."""
+    import json
+
+    from flows.import_cmd import import_prepared, prepare_import
+
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps(long_conversation(n_calls)) + "\n")
+    prepared = prepare_import(path, "openai-chat")
+    import_prepared(store, prepared)
+    return next(iter(prepared.episodes))

@@ -4,6 +4,7 @@ deletions, unknown choices, a hand-edited config, a failure midway."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import pytest
@@ -357,3 +358,17 @@ def test_a_short_token_is_blanked_in_what_comes_from_outside_not_in_our_words():
     text = str(err.value)
     assert "while trying to check who the token belongs to" in text and "<token>en" not in text
     assert "http://127.0.0.1:9/<token>" in text  # the URL is from outside: the token in it is blanked
+
+
+def test_failed_steps_are_labelled_by_their_error_and_the_trajectory_is_inline(tmp_path):
+    from review_app.episode import load_episode
+    from review_app.label_studio.config import label_config
+    from review_app.label_studio.tasks import trajectory_html
+    from tests.review_fixtures import LONG_FAILED, import_long_episode
+
+    store = Store(tmp_path / "d")
+    html = trajectory_html(load_episode(store, import_long_episode(store, tmp_path)))
+    for step in LONG_FAILED:
+        assert re.search(rf"step {step} · <code>\w+</code> ✗ <small>NOT_FOUND</small>", html), step
+    assert "✗ <small>ok" not in html
+    assert 'value="$html" inline="true"' in label_config()  # no iframe sized once at load: as tall as its content

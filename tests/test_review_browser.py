@@ -181,7 +181,7 @@ def test_fast_keys_are_kept_in_order_and_streamlit_never_sees_them(review_server
         page.keyboard.press("n")
         # while Streamlit reruns, the page it leaves may still be drawn beside the new one: wait for one
         expect(page.get_by_text("First wrong step: none marked")).to_have_count(1)
-        expect(page.get_by_text("First wrong step: none marked")).to_be_visible()
+        expect(page.get_by_text("First wrong step: none marked").first).to_be_visible()
         page.wait_for_function("() => window.__flywheelKeys.map.e === 'kb_mark_error'")
         page.keyboard.press("e")
         expect(page.get_by_text("First wrong step: 0")).to_be_visible()
@@ -313,3 +313,73 @@ def test_the_conversation_view_shows_the_current_steps_screens(conversation_serv
         page.wait_for_function(f"() => ({_LOADED_SCREENS})().length === 2")
         shown = page.evaluate(_LOADED_SCREENS)
         assert sorted(w for w, n, _ in shown if n > 0) == ["after", "before"]
+
+
+_CURSOR_ROW = """() => { const cells = Array.from(document.querySelectorAll(
+    '[data-testid="stDataFrame"] [role=gridcell]')).map((e) => e.innerText.trim());
+  const at = cells.findIndex((c) => c.startsWith('▶')); return at < 0 ? null : cells[at + 1]; }"""
+
+
+@pytest.fixture
+def long_episode_server(tmp_path):
+    """A 61-step imported episode (the calls in LONG_FAILED fail) alone in its queue."""
+    from tests.review_fixtures import import_long_episode
+
+    data = tmp_path / "d"
+    store = Store(data)
+    eid = import_long_episode(store, tmp_path)
+    make_accounts(store)
+    with review_app(tmp_path, data) as url:
+        yield url, store, eid
+
+
+def _at_step(page, step: int, n: int = 61) -> None:
+    """The cursor is on ``step``, and the step table's row marked ▶ (drawn, not scrolled away) is it."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_text(f"step {step} of steps 0–{n - 1}", exact=False)).to_be_visible()
+    page.wait_for_function(f"() => ({_CURSOR_ROW})() === '{step}'")
+
+
+def test_long_episodes_every_key_counts_jumps_and_the_table_follows(long_episode_server):
+    """n pressed the moment sign-in is clicked opens the episode; 40 quick j presses move 40 steps
+    and the table shows the cursor's row; g and a number jump (with Enter, or after a pause); w
+    goes to the first wrong step, x to the next failed one; keys after a jump still count."""
+    from playwright.sync_api import expect
+
+    from tests.review_fixtures import LONG_FAILED
+
+    url, store, eid = long_episode_server
+    with chromium_page(1100) as page:
+        sign_in(page, url)
+        page.keyboard.press("n")  # at once: the queue has not been drawn yet
+        expect(page.get_by_text(f"{eid} · round", exact=False).first).to_be_visible()
+        _at_step(page, 0)
+        page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+        for _ in range(40):
+            page.keyboard.press("j")
+        _at_step(page, 40)
+        expect(page.get_by_text("steps 37–46 of 0–60", exact=False)).to_be_visible()
+        for key in ("g", "4", "5", "Enter", "k", "k"):
+            page.keyboard.press(key)
+        _at_step(page, 43)
+        for key in ("g", "1", "2"):  # no Enter: the jump is made after a pause
+            page.keyboard.press(key)
+        _at_step(page, 12)
+        for key in ("g", "9", "9", "9", "Enter"):  # past the end: the last step
+            page.keyboard.press(key)
+        _at_step(page, 60)
+        page.keyboard.press("w")  # nothing marked yet: the first failed step
+        _at_step(page, LONG_FAILED[0])
+        page.keyboard.press("x")
+        _at_step(page, LONG_FAILED[1])
+        for key in "xjje":  # the next failed, two on, marked as the first wrong step
+            page.keyboard.press(key)
+        expect(page.get_by_text(f"First wrong step: {LONG_FAILED[2] + 2}")).to_be_visible()
+        page.keyboard.press("g")
+        page.keyboard.press("0")
+        page.keyboard.press("Enter")
+        _at_step(page, 0)
+        page.keyboard.press("w")  # now the marked step
+        _at_step(page, LONG_FAILED[2] + 2)
+        page.screenshot(path=str(ARTIFACTS / "review-long-episode.png"), full_page=True)

@@ -22,7 +22,8 @@ def label_config() -> str:
     return (
         "<View>"
         '<Header value="$instruction"/>'
-        f'<HyperText name="{TRAJECTORY}" value="$html"/>'
+        # inline: in the page, as tall as its content (an iframe was sized once, at load, and scrolled)
+        f'<HyperText name="{TRAJECTORY}" value="$html" inline="true"/>'
         '<Header value="Decision"/>'
         f'<Choices name="{DECISION}" toName="{TRAJECTORY}" choice="single-radio" showInline="true" required="true">'
         f"{decisions}</Choices>"

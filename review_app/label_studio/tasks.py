@@ -9,7 +9,7 @@ import json
 from html import escape
 from typing import Any
 
-from review_app.conversation import Turn, conversation_turns
+from review_app.conversation import Turn, call_verdict, conversation_turns
 from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference
 from review_app.label_studio import config
 from warehouse.ids import canonical_json, digest
@@ -50,10 +50,9 @@ def _turn_html(turn: Turn, episode_id: str, screens_url: str | None) -> str:
         style = _RED if call.bad else ""
         body = (f'<div style="{_RED}">{escape(call.error)}</div>' if call.error
                 else f"<pre style=\"white-space:pre-wrap\">{escape(_json(call.result))}</pre>")
-        extra = f" · minefields: {escape(', '.join(call.minefields))}" if call.minefields else ""
         parts.append(
             f'<details><summary style="{style}">step {call.step} · <code>{escape(call.tool)}</code> {mark} '
-            f"<small>{escape(call.label)}{extra}</small></summary>"
+            f"<small>{escape(call_verdict(call))}</small></summary>"
             f'<pre style="white-space:pre-wrap">{escape(_json(call.arguments, 600))}</pre>{body}'
             f"{_screen(screens_url, episode_id, call.step)}</details>"
         )

@@ -9,7 +9,9 @@ import streamlit as st
 
 from review_app import decisions, keys, screens
 from review_app.conversation import is_conversation
-from review_app.episode import REFERENCE_NOTE, EpisodeView, is_reference, load_episode, requirement_rows, step_rows
+from review_app.episode import (
+    REFERENCE_NOTE, EpisodeView, is_reference, load_episode, requirement_rows, step_rows, table_window,
+)
 from review_app.plain_text import clip, md, md_line
 from review_app.views import Ctx, long_text
 from review_app.views.conversation_view import render_conversation, step_nav
@@ -113,13 +115,14 @@ def render(ctx: Ctx, next_episode) -> None:
     with right:
         _decision_panel(ctx, view, n, next_episode)
         _outcome(view)
-    st.html(keys.script_tag(keys.EPISODE_KEYS), unsafe_allow_javascript=True)
+    st.html(keys.script_tag(keys.EPISODE_KEYS, (ss["step"], n) if n else None), unsafe_allow_javascript=True)
 
 
 def _timeline(view: EpisodeView, n: int) -> None:
     ss = st.session_state
-    step_nav(n)
-    rows = step_rows(view)
+    step_nav(view, n)
+    start, stop = table_window(n, ss["step"])
+    rows = step_rows(view)[start:stop]
     for r in rows:
         r["▶"] = "▶" if r["step"] == ss["step"] else ""
         if ss.get("d_first_error") == r["step"]:
@@ -135,7 +138,9 @@ def _timeline(view: EpisodeView, n: int) -> None:
         import pandas as pd
 
         df = pd.DataFrame(rows)[["▶", "step", "action", "arguments", "ok", "error", "label", "milestones", "minefields", "progress"]]
-        st.dataframe(df.style.apply(style, axis=1), hide_index=True, width="stretch", height=min(400, 38 + 35 * len(rows)))
+        st.dataframe(df.style.apply(style, axis=1), hide_index=True, width="stretch", height=38 + 35 * len(rows))
+        if (start, stop) != (0, n):
+            st.caption(f"steps {start}–{stop - 1} of 0–{n - 1}: the table follows the step cursor")
         _step_detail(view, ss["step"])
 
 

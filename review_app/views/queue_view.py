@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app import keys, queue
+from review_app import bulk, keys, queue
 from review_app.plain_text import md, md_line
 from review_app.views import Ctx
 from warehouse import state
@@ -29,6 +29,7 @@ def current_filter(ctx: Ctx) -> queue.QueueFilter:
         success=_SUCCESS[ss.get("f_success", "any")],
         marks=list(ss.get("f_marks", [])),
         status=ss.get("f_status", "to review"),
+        text=ss.get("f_text") or "",
     )
 
 
@@ -39,6 +40,8 @@ def sidebar_filters(ctx: Ctx) -> None:
     # their lazily loaded scripts, which left unlabelled grey boxes on a first, slow load.
     _label(sb, "Round")
     sb.selectbox("Round", ["all", *rounds], index=1 if rounds else 0, key="f_round", label_visibility="collapsed")
+    _label(sb, "Search")
+    sb.text_input("Search", key="f_text", label_visibility="collapsed", placeholder="instruction or tool call text")
     rnd = st.session_state.get("f_round")
     opts = queue.filter_options(ctx.store, None if rnd == "all" else [rnd])
     for label, widget, options, key in [
@@ -80,6 +83,10 @@ def render(ctx: Ctx, open_episode) -> None:
     top[1].number_input("Page", min_value=1, max_value=pages, key="q_page", label_visibility="collapsed")
     top[2].caption(f"page {page_no} of {pages} · routed to people first, then failures, then the sample")
     st.html(keys.script_tag({"n": "kb_next"}), unsafe_allow_javascript=True)
+    if note := ss.pop("bulk_flash", None):
+        st.success(md(note))
+    if ctx.user.is_lead:
+        _bulk_approve(ctx, flt)
     if not page.rows:
         st.info("Nothing to review under these filters.")
         return
@@ -96,3 +103,34 @@ def render(ctx: Ctx, open_episode) -> None:
         who = md(", ".join(row["reviewers"])) or "nobody yet"
         marks = md_line(", ".join(row["marks"]), 200)
         c[3].caption(f"{md(row['status'])} ({who})" + (f" · {marks}" if marks else ""))
+
+
+def _bulk_approve(ctx: Ctx, flt: queue.QueueFilter) -> None:
+    """A lead approves every verified success the filters select, after a spot check."""
+    ss = st.session_state
+    with st.expander("Bulk approve (lead)"):
+        todo = bulk.candidates(ctx.store, ctx.user, flt, ctx.overlap)
+        fams = sorted({r["family"] for r in todo})
+        st.caption(md(f"{len(todo)} verified successes under these filters that you have not decided"
+                      + (f" (families: {', '.join(fams[:10])}{' …' if len(fams) > 10 else ''})" if fams else "")
+                      + "; reference demonstrations are left out. Each is recorded as your approval, with your "
+                      "note saying it was bulk."))
+        note = st.text_input("What you checked", key="bulk_note", placeholder="e.g. spot-checked 10 of them: all good")
+        # a new box after each bulk approve: the next one needs its own tick
+        checked = st.checkbox("I spot-checked these episodes", key=f"bulk_checked_{ss.get('bulk_runs', 0)}")
+        if st.button(f"Approve {len(todo)} episodes", key="bulk_go", type="primary",
+                     disabled=not (todo and checked and note.strip())):
+            done = st.progress(0.0)
+            count = [0]
+
+            def tick() -> None:
+                count[0] += 1
+                done.progress(count[0] / len(todo))
+
+            result = bulk.approve_all(ctx.store, lead=ctx.user.name, episodes=todo, note=note, on_each=tick)
+            ss["bulk_flash"] = (f"Bulk approved {result.recorded} episodes as {ctx.user.name}"
+                                + (f" ({result.already} already approved)" if result.already else "")
+                                + (f"; refused {len(result.refused)}: {result.refused[0][0]}: {result.refused[0][1]}"
+                                   if result.refused else ""))
+            ss["bulk_runs"] = ss.get("bulk_runs", 0) + 1
+            st.rerun()

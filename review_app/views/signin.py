@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from review_app import accounts
+from review_app import accounts, keys
 from warehouse.errors import InputError
 from warehouse.store import Store
 
@@ -20,6 +20,8 @@ def render(store: Store) -> None:
         name = st.text_input("Name", key="signin_name")
         password = st.text_input("Password", type="password", key="signin_password")
         submitted = st.form_submit_button("Sign in")
+    # the keys are listened for from here on: one pressed while the queue loads waits for it
+    st.html(keys.script_tag({}), unsafe_allow_javascript=True)
     if submitted:
         try:
             user = accounts.authenticate(store, name, password)
