@@ -136,3 +136,19 @@ def import_long_episode(store: Store, tmp_path, n_calls: int = 60) -> str:
     prepared = prepare_import(path, "openai-chat")
     import_prepared(store, prepared)
     return next(iter(prepared.episodes))
+
+
+def make_rollouts(store: Store, n_tasks: int = 2, k: int = 3, families: tuple[str, ...] = ("F01",)) -> list[str]:
+    """Commit a round of ``k`` rollouts of each of ``n_tasks`` tasks by a policy that errs half the
+    time (so rollouts of a task part ways), curated; return the episode ids."""
+    with store.session() as s:
+        rnd = state.open_round(session=s, requested_episodes=n_tasks * k, seed=2, plan={"weights": {families[0]: 1.0}})
+    tasks = [FAMILIES[families[i % len(families)]].make_task(i) for i in range(n_tasks)]
+    policy = ScriptedPolicy(seed=5, error_rates={"tool_use": 0.5})
+    recs = [run_episode(t, policy, rollout=r, round_id=rnd.id, batch_id="b", created_at=datetime.now(UTC))
+            for t in tasks for r in range(k)]
+    store.commit_unit(rnd.id, "batch-0000", {"tasks": tasks})
+    store.commit_unit(rnd.id, "s00000", {"episodes": [r.episode for r in recs], "steps": [s for r in recs for s in r.steps],
+                                         "outcomes": [r.outcome for r in recs]})
+    curate_round(store, rnd.id)
+    return [r.episode.episode_id for r in recs]

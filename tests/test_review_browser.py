@@ -383,3 +383,72 @@ def test_long_episodes_every_key_counts_jumps_and_the_table_follows(long_episode
         page.keyboard.press("w")  # now the marked step
         _at_step(page, LONG_FAILED[2] + 2)
         page.screenshot(path=str(ARTIFACTS / "review-long-episode.png"), full_page=True)
+
+
+@pytest.fixture
+def rollouts_server(tmp_path):
+    """Three rollouts of each of two tasks by a policy that errs, curated; ann, bob and lea (a lead)."""
+    from tests.review_fixtures import make_rollouts
+
+    data = tmp_path / "d"
+    store = Store(data)
+    ids = make_rollouts(store, n_tasks=2, k=3)
+    make_accounts(store)
+    with review_app(tmp_path, data) as url:
+        yield url, store, ids
+
+
+def test_rollouts_side_by_side_with_the_parting_step_marked(rollouts_server):
+    from playwright.sync_api import expect
+
+    from review_app.episode import load_episode
+    from review_app.rollouts import column_name, divergence, load_rollouts
+
+    url, store, ids = rollouts_server
+    with chromium_page(1100) as page:
+        sign_in(page, url)
+        page.wait_for_function("() => window.__flywheelKeys && window.__flywheelKeys.map.n === 'kb_next'")
+        page.keyboard.press("n")
+        page.wait_for_function("() => window.__flywheelKeys.map.a === 'kb_approve'")
+        eid = page.evaluate("() => document.body.innerText.match(/(e-[0-9a-f]{16}) · round/)[1]")
+        views, _ = load_rollouts(store, load_episode(store, eid))
+        at = divergence(views)
+        page.get_by_text("Rollouts side by side", exact=True).click()
+        expect(page.get_by_text(f"the rollouts diverge at step {at}")).to_be_visible()
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        for v in views:  # a column per rollout
+            expect(grid.get_by_text(column_name(v))).to_be_attached()  # the grid's accessible header
+        page.wait_for_function("""(at) => { const cells = Array.from(document.querySelectorAll(
+            '[data-testid="stDataFrame"] [role=gridcell]')).map((e) => e.innerText.trim());
+            const i = cells.indexOf('◆ diverge'); return i > 0 && cells[i - 1] === String(at); }""", arg=at)
+        page.screenshot(path=str(ARTIFACTS / "review-rollouts.png"), full_page=True)
+
+
+def test_a_lead_bulk_approves_the_verified_successes_in_the_queue(rollouts_server):
+    from playwright.sync_api import expect
+
+    from review_app import bulk
+    from review_app.accounts import User
+    from review_app.queue import QueueFilter
+
+    url, store, ids = rollouts_server
+    todo = {r["episode_id"] for r in bulk.candidates(store, User("lea", "lead"), QueueFilter(round_ids=["r0001"]))}
+    assert todo and len(todo) < len(ids)  # the failures are not offered
+    with chromium_page(1100) as page:
+        sign_in(page, url, "lea")
+        expect(page.get_by_text(f"Queue · {len(ids)} episodes")).to_be_visible()
+        page.get_by_text("Bulk approve (lead)").click()
+        expect(page.get_by_text(f"{len(todo)} verified successes under these filters", exact=False)).to_be_visible()
+        go = page.get_by_role("button", name=f"Approve {len(todo)} episodes")
+        expect(go).to_be_disabled()  # not before a note and the tick
+        page.get_by_role("textbox", name="What you checked").fill("spot-checked two: «fine»")
+        page.get_by_role("textbox", name="What you checked").press("Enter")
+        page.get_by_text("I spot-checked these episodes").click()
+        expect(go).to_be_enabled()
+        go.click()
+        expect(page.get_by_text(f"Bulk approved {len(todo)} episodes as lea")).to_be_visible()
+        expect(page.get_by_text(f"Queue · {len(ids) - len(todo)} episodes")).to_be_visible()
+    with store.session() as s:
+        rows = s.exec(select(state.Review)).all()
+    assert {r.episode_id for r in rows} == todo and len(rows) == len(todo)
+    assert {(r.reviewer, r.decision, r.reason) for r in rows} == {("lea", "approve", "bulk approve: spot-checked two: «fine»")}

@@ -15,6 +15,7 @@ from review_app.episode import (
 from review_app.plain_text import clip, md, md_line
 from review_app.views import Ctx, long_text
 from review_app.views.conversation_view import render_conversation, step_nav
+from review_app.views.rollouts_view import render_rollouts
 from review_app.views.screen_image import show_screens
 
 _REASONS = ["", *decisions.REJECT_REASONS]
@@ -103,14 +104,17 @@ def render(ctx: Ctx, next_episode) -> None:
 
     chat = is_conversation(ep, view.steps)
     shape = st.segmented_control(
-        "View", ["Conversation", "Steps"], default="Conversation" if chat else "Steps",
+        "View", ["Conversation", "Steps", "Rollouts side by side"], default="Conversation" if chat else "Steps",
         key=f"view_{ep.episode_id}", label_visibility="collapsed",
     )
+    shape = shape or ("Conversation" if chat else "Steps")
+    if shape == "Rollouts side by side":  # the whole width: a column per rollout
+        render_rollouts(ctx, view)
     left, right = st.columns([3, 2])
     with left:
-        if (shape or ("Conversation" if chat else "Steps")) == "Conversation":
+        if shape == "Conversation":
             render_conversation(view, n)
-        else:
+        elif shape == "Steps":
             _timeline(view, n)
     with right:
         _decision_panel(ctx, view, n, next_episode)
