@@ -79,7 +79,7 @@ def trajectory_html(view: EpisodeView, screens_url: str | None = None) -> str:
     why = f"<p><small>sent to people: {escape(routed[0].reason or routed[0].mark)}</small></p>" if routed else ""
     if is_reference(ep):
         why = f'<p style="color:#1d4ed8"><b>{escape(REFERENCE_NOTE)}</b></p>' + why
-    return (f'<div style="font-family:sans-serif;font-size:14px;max-width:900px">'
+    return (f'<div data-flywheel-trajectory="1" style="font-family:sans-serif;font-size:14px;max-width:900px">'
             f"<p><small>{escape(ep.episode_id)} · round {escape(ep.round_id)} · {summary}</small></p>{why}{body}"
             + (f'<p style="{_RED}">Curation flagged:</p><ul>{marks}</ul>' if marks else "") + "</div>")
 
