@@ -2,6 +2,7 @@
 
     python -m bench           # the full runs (under 15 minutes on a 2-core machine)
     python -m bench --quick   # the smoke versions (a test runs this)
+    python -m bench --write docs/benchmarks.md [--only NAME,...]   # and rewrite the benchmark page
 
 Each benchmark is a script in ``bench/`` that prints its own side-by-side ratios; this
 runs each in a child process and gathers one row per benchmark: the figure (its summary
@@ -56,8 +57,8 @@ BENCHES = [
 ]
 
 
-def run(bench: Bench, quick: bool) -> tuple[str, str, float, int]:
-    """(figure, ratio, seconds, exit code) of one benchmark run in its own process."""
+def run(bench: Bench, quick: bool) -> tuple[str, str, float, int, str]:
+    """(figure, ratio, seconds, exit code, output) of one benchmark run in its own process."""
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, str(HERE / bench.script), *(["--quick"] if quick else [])],
                           capture_output=True, text=True, cwd=HERE.parent)
@@ -72,13 +73,16 @@ def run(bench: Bench, quick: bool) -> tuple[str, str, float, int]:
             break
     if proc.returncode != 0:
         figure = f"FAILED ({proc.returncode}): {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
-    return figure, ratio, seconds, proc.returncode
+    return figure, ratio, seconds, proc.returncode, proc.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the smoke versions of every benchmark")
     ap.add_argument("--only", help="comma-separated benchmark names")
+    ap.add_argument("--write", type=Path, metavar="PAGE",
+                    help="rewrite the benchmark page PAGE (docs/benchmarks.md): the sections of the benchmarks run, "
+                         "and the table of every one")
     args = ap.parse_args(argv)
     chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     rows, before = [], loop_ms()
@@ -86,10 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"running {bench.name} ...", file=sys.stderr, flush=True)
         rows.append((bench, *run(bench, args.quick)))
     print(f"{'benchmark':<17} {'ratio':>7}  {'compared against':<24} {'target':<30} {'s':>5}  figure")
-    for bench, figure, ratio, seconds, _ in rows:
+    for bench, figure, ratio, seconds, _, _ in rows:
         print(f"{bench.name:<17} {ratio:>7}  {bench.against:<24} {bench.target:<30} {seconds:>5.0f}  {figure[:100]}")
-    print(probe_line(before, loop_ms()))
-    return 1 if any(code != 0 for *_, code in rows) else 0
+    host = probe_line(before, loop_ms())
+    print(host)
+    if args.write:
+        from bench.page import rewrite
+
+        rewrite(args.write, [(b.name, b.script, b.against, b.target, ratio, figure, out)
+                             for b, figure, ratio, _, _, out in rows], [b.name for b in BENCHES], host,
+                quick=args.quick)
+        print(f"wrote {args.write}")
+    return 1 if any(row[4] != 0 for row in rows) else 0
 
 
 if __name__ == "__main__":
