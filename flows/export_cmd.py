@@ -82,8 +82,9 @@ def export(
                 on_episode=bar.advance,
             )
     except OSError as exc:  # a full disk, a file size limit, a folder gone midway: the export is not finished
-        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporaries a failed close left
-            tmp.unlink(missing_ok=True)
+        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporary files a failed close left
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink(missing_ok=True)
         raise StorageError(f"cannot write the export into {one_line(str(out_dir))}: {exc.strerror or exc} "
                            "(no manifest was written for it)") from None
 
