@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.fuzz import assert_one_clear_line, tree_digest
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from tests.test_bad_input_cli import run_cli
@@ -124,7 +124,7 @@ def test_export_past_a_file_size_limit_is_one_line_with_the_path(tmp_path, fresh
 
     env = cli_env(None)
     argv = _export(data, out, "--format", "sharegpt", "--state-url", fresh_postgres_url)
-    done = subprocess.run([*_flywheel_cmd(), *argv], env=env, cwd=tmp_path, capture_output=True, text=True,
+    done = subprocess.run([flywheel_executable(), *argv], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300, preexec_fn=capped)
     assert done.returncode == 1, done.stdout + done.stderr
     assert_one_clear_line(done.stderr)
@@ -135,12 +135,6 @@ def test_export_past_a_file_size_limit_is_one_line_with_the_path(tmp_path, fresh
                      env=env, cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr
     assert max(p.stat().st_size for p in (tmp_path / "whole").iterdir()) > limit
-
-
-def _flywheel_cmd() -> list[str]:
-    from tests.conftest import flywheel_executable
-
-    return [flywheel_executable()]
 
 
 # --- decide on a read-only data directory -------------------------------------------------
