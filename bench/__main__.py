@@ -47,6 +47,8 @@ BENCHES = [
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
     Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
           r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
+    Bench("review under load", "bench_review_load.py", "20 reviewers, 100k episodes", "p95 open < 2 s, stored once",
+          r"^episode open p95 (?P<ratio>[\d.]+) s.*"),
     Bench("near duplicates", "bench_semantic.py", "5-gram only", "recall > 0.8, 0 false positives", r"^one meaning.*"),
     Bench("label studio", "bench_label_studio.py", "5,000 episodes", "push and pull finish", r"episodes pushed in.*"),
     Bench("parallel round", "bench_round.py", "workers = 1", "<= 0.6", r"ratio workers=2 / workers=1: (?P<ratio>[\d.]+)"),
