@@ -12,6 +12,7 @@ import duckdb
 from curation.export_common import Tally, Tools, split_of, turns_of
 from curation.export_source import episodes_with_steps, masked_steps
 from curation.formats.dpo import Pair, Rollout, episode_pairs, step_pairs, to_dpo, to_step_dpo
+from curation.formats.messages import template_messages
 from curation.masks import review_mask
 from curation.pii import Scrubber
 from curation.selection import Decision, Role, preference_role, problem_text
@@ -35,8 +36,8 @@ def _rollout(ep, step_rows, review, role: Role, with_turns: bool) -> Rollout:
 
 def _record(pair: Pair, level: str, tools: Tools, scrubber: Scrubber | None) -> tuple[str, dict]:
     c_ep, r_ep = pair.chosen.item[0], pair.rejected.item[0]
-    chosen = [m for m, _ in _turns(pair.chosen)]
-    rejected = [m for m, _ in _turns(pair.rejected)]
+    chosen = [m for m, _ in template_messages(list(_turns(pair.chosen)))]  # the one message schema
+    rejected = [m for m, _ in template_messages(list(_turns(pair.rejected)))]
     if scrubber is not None:  # one record scrubbed as a whole, so both sides use the same placeholders
         rs = scrubber.record()
         chosen, rejected = rs.value(chosen), rs.value(rejected)
