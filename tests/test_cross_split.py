@@ -13,7 +13,6 @@ from curation.cross_split import cross_split_marks
 from curation.near_dup import NearDupConfig, near_duplicate_marks
 from generators.phone.families import FAMILIES, get_family
 from generators.writers.template import TemplateWriter
-
 from tests.test_near_dup import _episode
 
 
@@ -51,7 +50,7 @@ def _marks(cur_split: str, prior_split: str):
 
 def test_a_repeat_of_an_old_episode_of_another_split_is_a_near_duplicate_of_it():
     marks = _marks("test", "train")
-    dup_of = {e: json.loads(d).get("duplicate_of") for e, d in zip(marks["episode_id"], marks["detail"])}
+    dup_of = {e: json.loads(d).get("duplicate_of") for e, d in zip(marks["episode_id"], marks["detail"], strict=True)}
     found = sum(dup_of[e] == "b" + e[1:] for e in dup_of)
     assert found >= 0.9 * len(marks) and not marks.loc[marks["mark"] == "near_duplicate", "passed"].any()
     assert marks.loc[marks["mark"] == "near_duplicate", "reason"].str.contains("in split train").all()

@@ -14,7 +14,6 @@ import pytest
 from curation.export_run import SFT_FORMATS, run_export
 from curation.export_source import masked_steps
 from curation.formats.dpo import Rollout, step_pairs
-
 from tests.curation_data import build_round
 
 

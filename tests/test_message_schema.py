@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.export_run import run_export
-
 from tests.curation_data import build_round
 
 TEMPLATE = """
