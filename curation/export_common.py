@@ -143,8 +143,17 @@ def turns_of(ep, step_rows, review, scrubber):
     steps = [step_from_row(r) for r in step_rows]
     by_review, _ = review_mask(review, (s.index for s in steps))
     masked = masked_steps(ep) | by_review
-    turns = chat_turns(ep["instruction"], steps)
-    if scrubber is not None:
-        rs = scrubber.record()
-        turns = [(rs.value(m), i) for m, i in turns]
-    return turns, masked
+    return scrubbed(chat_turns(ep["instruction"], steps), scrubber), masked
+
+
+def scrubbed(turns, scrubber):
+    """``turns`` scrubbed as one record (as they are when ``scrubber`` is None)."""
+    if scrubber is None:
+        return turns
+    rs = scrubber.record()
+    return [(rs.value(m), i) for m, i in turns]
+
+
+def trainable(turns, masked: set[int]) -> bool:
+    """Whether some agent turn gets loss (a row with none teaches nothing)."""
+    return any(m["role"] == "assistant" and i not in masked for m, i in turns)

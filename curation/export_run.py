@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from curation import funnel as funnel_mod
-from curation.export_common import HELD_OUT, Tally, Tools, meta_of, split_of, turns_of
+from curation.export_common import HELD_OUT, Tally, Tools, meta_of, scrubbed, split_of, trainable, turns_of
 from curation.export_pairs import dpo_rows
 from curation.export_source import episode_rows, episodes_with_steps, task_rows
 from curation.exporter import ExportResult, ExportWriter
@@ -62,18 +62,19 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         if not tally.admit(ep, review, sft_exclusion(ep, review, include_verified=include_verified)):
             continue
         meta = meta_of(ep)
+        turns, masked = turns_of(ep, step_rows, review, None)
+        if not trainable(turns, masked):  # e.g. first wrong step 0: no turn to train on, no row, in every format
+            tally.left_out(ep, review, "no_trainable_turn", "every agent turn gets no loss")
+            continue
         if fmt == "adp":
-            row = _adp_row(ep, step_rows, review, scrubber, meta)
+            row = _adp_row(ep, step_rows, masked, scrubber, meta)
             _took(tally, meta, ep, review)
             yield meta["split"], row
             continue
-        turns, masked = turns_of(ep, step_rows, review, scrubber)
+        turns = scrubbed(turns, scrubber)
         schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
         if fmt == "trl":
             rows = trl_rows(turns, masked, meta | _reward(ep), schemas)
-            if not rows:  # every agent turn masked: nothing to train on
-                tally.left_out(ep, review, "no_trainable_turn", "every agent turn gets no loss")
-                continue
             _took(tally, meta, ep, review)
             for row in rows:
                 yield meta["split"], row
@@ -106,9 +107,8 @@ def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
     return {"reward": float(ep.get("progress") or 0.0), "success": bool(ep.get("success"))}
 
 
-def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+def _adp_row(ep, step_rows, masked, scrubber, meta) -> dict[str, Any]:
     """One ADP trajectory, masked like the chat formats (the same masks), scrubbed as one record."""
-    _, masked = turns_of(ep, step_rows, review, None)
     details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
     row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
     return scrubber.record().value(row) if scrubber is not None else row

@@ -156,21 +156,24 @@ def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
 
 
 def prior_representatives(
-    con: duckdb.DuckDBPyConnection, round_id: str, history: int
+    con: duckdb.DuckDBPyConnection, round_id: str, history: int, *, beyond: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(episodes, steps) of up to ``history`` rounds before ``round_id`` that earlier
-    cascades kept: sound, not exact or near duplicates. Ordered by episode id."""
-    sql_eps = """
-        WITH r AS (SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h),
+    cascades kept: sound, not exact or near duplicates. Ordered by episode id. ``beyond``:
+    those of every earlier round *outside* that window instead (for the cross-split check)."""
+    window = "SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h"
+    rounds = (f"SELECT DISTINCT round_id FROM episodes WHERE round_id < $r EXCEPT ({window})" if beyond else window)
+    sql_eps = f"""
+        WITH r AS ({rounds}),
         keep AS (
             SELECT episode_id FROM marks
             WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
             GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
         )
         SELECT e.episode_id, e.round_id, e.task_id, e.family, e.instruction, o.success, t.difficulty, o.steps AS n_steps,
-               t.public_params AS task_values
+               t.public_params AS task_values, coalesce(t.split, e.split) AS split
         FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
-        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params FROM tasks) t ON t.task_id = e.task_id
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params, split FROM tasks) t ON t.task_id = e.task_id
         ORDER BY e.episode_id
     """
     eps = query_frame(con, sql_eps, {"r": round_id, "h": history})
