@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 
 import duckdb
 
+from curation.conversation_rows import conversation_tools, recorded
 from curation.export_common import Tally, Tools, split_of, turns_of
 from curation.export_source import episodes_with_steps
 from curation.formats.dpo import Pair, Rollout, episode_pairs, step_pairs, to_dpo, to_step_dpo
@@ -40,7 +41,7 @@ def _record(pair: Pair, level: str, tools: Tools, scrubber: Scrubber | None) -> 
     meta = {"task_id": c_ep["task_id"], "chosen_id": c_ep["episode_id"], "rejected_id": r_ep["episode_id"],
             "kind": pair.kind, "source": pair.source, "level": level, "family": c_ep["family"],
             "template": c_ep["template"], "split": split_of(c_ep)}
-    schemas = tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
+    schemas = conversation_tools(c_ep, tools) if recorded(c_ep) else tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
     if level == "step":
         meta["divergence_step"] = pair.chosen.turns[pair.at][1]
         return meta["split"], to_step_dpo(chosen, rejected, pair.at, schemas, meta)

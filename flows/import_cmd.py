@@ -13,6 +13,7 @@ in the warehouse (another file, another round) is never imported twice.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +62,7 @@ class PreparedImport:
     episodes: dict[str, EpisodeRecord]
     tasks: dict[str, TaskSpec]
     summary: ImportSummary
+    source: str = ""
 
 
 def read_tool_schemas(path: Path) -> dict[str, dict]:
@@ -77,16 +79,45 @@ def read_tool_schemas(path: Path) -> dict[str, dict]:
         raise InputError(str(exc)) from None
 
 
-def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None) -> PreparedImport:
+SOURCE_NAME = re.compile(r"^[\w.-]{1,64}$")
+
+
+def source_name(path: Path, source: str | None) -> str:
+    """The source an import's task ids are scoped by: ``source``, else the file's name without its suffix."""
+    if source is None:
+        return re.sub(r"[^\w.-]", "_", path.name.split(".")[0] or path.name)[:64] or "import"
+    if not SOURCE_NAME.match(source):
+        raise InputError(f"--source {source!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
+    return source
+
+
+def _episode(rec, batch_id: str, now: datetime, source: str) -> tuple[EpisodeRecord | None, str]:
+    """The record's episode, or why it is skipped."""
+    try:
+        ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now, source=source)
+        record_schemas(rec.value)  # a record's own tools that are no schemas skip it, not the import
+    except (MalformedRecord, BadToolSchemas) as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "nested too deeply"
+    except BAD_SHAPE as exc:  # an odd value the checks did not name
+        return None, f"unexpected shape ({type(exc).__name__}: {exc})"
+    return ep, ""
+
+
+def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None,
+                   source: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
 
     Tool schemas: a record's own ``tools``, else those of ``tools_path``; a called tool that neither
     describes gets a schema inferred from the arguments of every call to it in the file.
     ``scorer`` picks the score the reward comes from: an Inspect log's scorer, an OpenTelemetry trace's
-    evaluation (``gen_ai.evaluation.name``); default the first."""
+    evaluation (``gen_ai.evaluation.name``); default the first. ``source`` scopes the task ids (default: the
+    file's name without its suffix)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     sha = hashlib.sha256(read_input(path)).hexdigest()  # missing, a directory, unreadable: said here, first
+    source = source_name(path, source)
     given = read_tool_schemas(tools_path) if tools_path is not None else {}
     records = READERS[fmt](path, scorer)
     summary = ImportSummary()
@@ -98,13 +129,9 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
         if rec.problem:
             summary.skipped.append((one_line(rec.where), one_line(rec.problem)))
             continue
-        try:
-            ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
-        except MalformedRecord as exc:
-            summary.skipped.append((one_line(rec.where), one_line(str(exc))))
-            continue
-        except BAD_SHAPE as exc:  # an odd value the checks did not name
-            summary.skipped.append((one_line(rec.where), one_line(f"unexpected shape ({type(exc).__name__}: {exc})")))
+        ep, why = _episode(rec, batch_id, now, source)
+        if ep is None:
+            summary.skipped.append((one_line(rec.where), one_line(why)))
             continue
         if ep.episode.episode_id in parsed:
             summary.already += 1
@@ -133,7 +160,7 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
     for value, ep in sources:
         if ep.episode.task_id not in tasks:
             tasks[ep.episode.task_id] = task_from_record(value, ep, given, inferred, called[ep.episode.task_id])
-    return PreparedImport(path, fmt, sha, parsed, tasks, summary)
+    return PreparedImport(path, fmt, sha, parsed, tasks, summary, source)
 
 
 def import_round(store: Store, sha256: str) -> state.Round | None:
@@ -161,7 +188,7 @@ def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
               "outcomes": [r.outcome for r in new]}
     shards = [store.write_shard(ShardFile(t, rid, key), recs) for t, recs in tables.items()]
     killpoints.reached("import.written")
-    plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
+    plan = {"import": {"file": str(prepared.path), "source": prepared.source, "sha256": prepared.sha256, "format": prepared.fmt,
                        "episodes": len(new), "skipped": len(summary.skipped)},
             "policy": {"name": "external", "model": ""}}
     with store.session() as s:

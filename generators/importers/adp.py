@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
+from warehouse.contract import HARNESS
 
 
 def _harness_notice(item: Any) -> bool:
@@ -53,7 +54,8 @@ def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
             out.append(msg)
             open_call = None
         elif kind == "text_observation" and _harness_notice(item) and out and out[-1].get("invalid"):
-            continue  # the notice of the invalid reply just before, kept with it
+            # the notice of the invalid reply just before: kept as our chat exports write one
+            out.append({"role": "user", "content": HARNESS + out[-1]["invalid"]["message"]})
         elif kind in ("text_observation", "image_observation", "web_observation"):
             text = item.get("content") if kind == "text_observation" else item.get("axtree") or item.get("html") or ""
             call_id = item.get("tool_call_id") or (open_call if item.get("source") != "user" else None)
