@@ -43,10 +43,14 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
                         samples.append((name, json.loads(zf.read(name))))
                     except ValueError as exc:
                         samples.append((name, ValueError(f"not JSON: {exc}")))
+                    except RecursionError:
+                        samples.append((name, ValueError("nested too deeply to read")))
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # the archive's structure, or a member's data
             why = "its end, the zip's directory, is missing" if str(exc) == "File is not a zip file" else exc
             raise InputError(f"{path}: a damaged or truncated zip archive, not a readable Inspect .eval log "
                              f"({why})") from None
+        except RecursionError:
+            raise InputError(f"{path}: header.json is nested too deeply to read") from None
         except (OSError, ValueError, NotImplementedError, RuntimeError) as exc:  # header.json not JSON, encrypted, ...
             raise InputError(f"{path}: not a readable Inspect .eval log ({exc})") from None
         if not samples:

@@ -20,6 +20,9 @@ from typing import Any
 from warehouse.errors import InputError
 
 
+TOO_DEEP = "nested too deeply to read (JSON deeper than the parser's recursion limit)"
+
+
 @dataclass(frozen=True)
 class JsonRecord:
     """One record of an input file: where it is, its value, or why it is not JSON."""
@@ -37,9 +40,14 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
     if not stripped:
         raise InputError(f"{name}: the file is empty")
     as_document: json.JSONDecodeError | None = None  # why the file is not one object, when it begins as one
+    deep = False  # the file begins as a document too deep to read (or JSON Lines whose first line is)
     if stripped[0] in "[{":
         try:
             data = json.loads(text)
+        except RecursionError:
+            if stripped[0] == "[":
+                raise InputError(f"{name}: {TOO_DEEP}") from None
+            deep = True  # perhaps JSON Lines whose first line is too deep: read line by line
         except json.JSONDecodeError as exc:
             if stripped[0] == "[":
                 raise not_json(name, exc) from None
@@ -47,6 +55,12 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
         else:
             items = data if isinstance(data, list) else [data]
             return [JsonRecord(f"record {i + 1}", i + 1, v) for i, v in enumerate(items)]
+    return _lines(text, name, as_document, deep_document=deep)
+
+
+def _lines(text: str, name: str, as_document: json.JSONDecodeError | None = None, *,
+           deep_document: bool = False) -> list[JsonRecord]:
+    """The records of ``text`` read as JSON Lines (see :func:`parse_records`)."""
     out: list[JsonRecord] = []
     first_error: tuple[int, json.JSONDecodeError] | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -54,11 +68,15 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
             continue
         try:
             out.append(JsonRecord(f"line {number}", number, json.loads(line)))
+        except RecursionError:
+            out.append(JsonRecord(f"line {number}", number, None, TOO_DEEP))
         except json.JSONDecodeError as exc:
             first_error = first_error or (number, exc)
             out.append(JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}"))
     if as_document is not None and not any(isinstance(r.value, dict | list) for r in out):
         raise not_json(name, as_document)  # no line is a record: one pretty-printed object, broken (or cut short)
+    if deep_document and all(r.problem for r in out):  # one document, too deep: no JSON Lines
+        raise InputError(f"{name}: {TOO_DEEP}")
     if first_error is not None and all(r.problem for r in out):  # no line parses: the file is not JSON at all
         number, exc = first_error
         raise InputError(f"{name}:{number}:{exc.colno}: not JSON: {exc.msg}")
@@ -90,6 +108,8 @@ def parse_document(text: str, name: str) -> Any:
         raise InputError(f"{name}: the file is empty")
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError(f"{name}: {TOO_DEEP}") from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # JSON Lines, or two documents one after the other
             raise InputError(f"{name}:{exc.lineno}:{exc.colno}: expected one JSON document; "

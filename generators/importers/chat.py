@@ -23,11 +23,14 @@ class Parsed:
     problem: str = ""
 
 
-BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError, OverflowError)  # what an odd value in a record raises here
+# what an odd value in a record raises here (a value nested deeper than Python recurses: RecursionError)
+BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError, OverflowError, RecursionError)
 
 
 def problem_of(exc: Exception) -> str:
     """The reason a record cannot be imported: our own message, or the odd value's."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
     return str(exc) if type(exc) is ValueError else f"unexpected shape ({type(exc).__name__}: {exc})"
 
 

@@ -49,6 +49,32 @@ class MalformedRecord(ValueError):
     """One record cannot be imported; the message says why."""
 
 
+MAX_DEPTH = 100  # a record (or a result or arguments it holds as JSON text) nested deeper is skipped
+
+
+def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep (read without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _loads(text: str, what: str) -> Any:
+    """JSON text held in a record (a result, arguments); MalformedRecord when nested too deeply."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise MalformedRecord(f"{what} is nested too deeply to read") from None
+    if nested_deeper(value):
+        raise MalformedRecord(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
@@ -62,13 +88,15 @@ def _tool_error(error: Any) -> ToolError:
 OURS = {"ok", "data", "error", "notices"}  # the keys of our own tool envelope
 
 
-def _feedback(content: Any, error: Any = None) -> Feedback:
+def _feedback(content: Any, error: Any = None, where: str = "a tool result") -> Feedback:
     """Feedback from a tool message (for review and curation; exports write the content as recorded): our own
     {"ok", "data"/"error"} envelope only when the whole object is ours; an error when the message says so
     (``error``), the result has an ``error`` key or its text starts with one ("Error: ..."); else the result."""
     try:
-        body = json.loads(content) if isinstance(content, str) else content
-    except (ValueError, RecursionError):
+        body = _loads(content, where) if isinstance(content, str) else content
+    except MalformedRecord:
+        raise
+    except ValueError:
         body = content
     if error not in (None, False, ""):
         return Feedback(ok=False, error=_tool_error(error), result=body)
@@ -136,8 +164,10 @@ def _call_step(eid: str, index: int, call: dict[str, Any], text: str) -> Step:
     fn = call["function"]
     raw = fn["arguments"]
     try:
-        args = json.loads(raw) if raw.strip() else {}
-    except (ValueError, RecursionError):
+        args = _loads(raw, f"the arguments of call {call['id']!r}") if raw.strip() else {}
+    except MalformedRecord:
+        raise
+    except ValueError:
         args = None
     if not isinstance(args, dict):
         action = Action(kind="invalid", tool=fn["name"], call_id=call["id"], text=text, raw=raw)
@@ -179,7 +209,7 @@ def _steps(eid: str, source: list[Any], kept: list[dict[str, Any]]) -> list[Step
             if call_id not in pending:
                 raise MalformedRecord(f"message {i}: a tool result for unknown call {call_id!r}")
             step = steps[pending.pop(call_id)]
-            step.feedback = _feedback(msg["content"], source[i].get("error"))
+            step.feedback = _feedback(msg["content"], source[i].get("error"), f"message {i}: the result")
     return steps
 
 
@@ -197,6 +227,8 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime, sour
     messages = value.get("messages")
     if not isinstance(messages, list) or not messages:
         raise MalformedRecord("no messages")
+    if nested_deeper(value):
+        raise MalformedRecord(f"nested deeper than {MAX_DEPTH} levels")
     eid = f"x-{digest(canonical_json({'source': source, 'record': value}) if source else canonical_json(value), 16)}"
     kept = recorded_messages(messages)
     steps = _steps(eid, messages, kept)
