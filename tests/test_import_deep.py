@@ -107,3 +107,22 @@ def test_a_whole_document_too_deep_is_one_line(tmp_path, fmt):
     assert proc.returncode != 0 and proc.stderr.strip() == f"error: {src}: nested too deeply to read (JSON deeper than " \
         "the parser's recursion limit)", proc.stderr
     assert not (tmp_path / "flywheel-data").exists()
+
+
+def test_an_eval_member_that_decompresses_past_the_limit_is_refused_in_one_line(tmp_path, monkeypatch):
+    import zipfile
+
+    from flows import import_readers
+    from flows.import_cmd import prepare_import
+    from warehouse.errors import InputError
+
+    path = tmp_path / "bomb.eval"
+    sample = {"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "x" * 5000}]}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", json.dumps(sample))
+    monkeypatch.setattr(import_readers, "MEMBER_LIMIT", 4000)
+    with pytest.raises(InputError, match=r"bomb.eval: member samples/1_epoch_1.json decompresses to more than 0 MB; refused"):
+        prepare_import(path, "inspect")
+    monkeypatch.setattr(import_readers, "MEMBER_LIMIT", 10_000)
+    assert prepare_import(path, "inspect").summary.records == 1
