@@ -117,7 +117,7 @@ def test_an_eval_member_that_decompresses_past_the_limit_is_refused_in_one_line(
     from warehouse.errors import InputError
 
     path = tmp_path / "bomb.eval"
-    sample = {"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "x" * 5000}]}
+    sample = {"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "x" * 5000}, {"role": "assistant", "content": "ok"}]}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
         zf.writestr("samples/1_epoch_1.json", json.dumps(sample))
