@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_document, read_records
+from warehouse.jsonfile import read_document, read_records, stream_records
 
 
 ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
@@ -83,11 +83,12 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
     return inspect_log.records(log, [(f"sample {i + 1}", s) for i, s in enumerate(log["samples"])], scorer=scorer)
 
 
-# format -> reader (path, scorer) -> records
-READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
-    "openai-chat": lambda path, scorer: read_records(path),
+# format -> reader (path, scorer) -> records; openai-chat and adp stream JSON Lines a line at a time (the others
+# are one document, or group a whole file's spans)
+READERS: dict[str, Callable[[Path, str | None], Iterable[Any]]] = {
+    "openai-chat": lambda path, scorer: stream_records(path),
     "inspect": read_inspect,
     "tau2": lambda path, scorer: tau2.records(read_document(path), str(path)),
     "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
-    "adp": lambda path, scorer: adp.records(read_records(path)),
+    "adp": lambda path, scorer: adp.records(stream_records(path)),
 }

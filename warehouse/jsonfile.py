@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,3 +143,75 @@ def read_records(path: Path) -> list[JsonRecord]:
 def read_document(path: Path) -> Any:
     """Read ``path`` as one JSON document; one-line InputError when it cannot be read or is not one."""
     return parse_document(_read_text(path), str(path))
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of ``path``, read in blocks; one-line InputError when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
+def _first_lines(path: Path) -> list[bytes]:
+    """The first two non-blank lines of ``path`` (fewer when it has fewer)."""
+    out: list[bytes] = []
+    with path.open("rb") as fh:
+        for line in fh:
+            if line.strip():
+                out.append(line)
+                if len(out) == 2:
+                    break
+    return out
+
+
+def _is_json_lines(path: Path) -> bool:
+    """Whether ``path`` is JSON Lines: a first line that is a JSON object on its own, and more lines."""
+    try:
+        first = _first_lines(path)
+        if len(first) < 2:
+            return False
+        head = first[0].decode("utf-8").removeprefix("\ufeff").strip()
+        return head.startswith("{") and isinstance(json.loads(head), dict)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def stream_records(path: Path) -> Iterator[JsonRecord]:
+    """The records of ``path`` as :func:`read_records` gives them, one line at a time for JSON Lines (a
+    line in memory at once); a file that is one JSON document is read whole. Errors as read_records:
+    a file none of whose lines is JSON is an InputError (raised once every line is read)."""
+    if not _is_json_lines(path):
+        yield from read_records(path)
+        return
+    first_error: tuple[int, json.JSONDecodeError] | None = None
+    parsed = 0
+    offset = 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}: not UTF-8 text (byte {offset + exc.start})") from None
+            offset += len(raw)
+            line = line.removeprefix("\ufeff") if number == 1 else line
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except RecursionError:
+                yield JsonRecord(f"line {number}", number, None, TOO_DEEP)
+                continue
+            except json.JSONDecodeError as exc:
+                first_error = first_error or (number, exc)
+                yield JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}")
+                continue
+            parsed += 1
+            yield JsonRecord(f"line {number}", number, value)
+    if first_error is not None and not parsed:
+        number, exc = first_error
+        raise InputError(f"{path}:{number}:{exc.colno}: not JSON: {exc.msg}")
