@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 
 import duckdb
 
-from curation.conversation_rows import conversation_tools, recorded
+from curation.conversation_rows import conversation_problem, conversation_tools, recorded
 from curation.export_common import Tally, Tools, split_of, turns_of
 from curation.export_source import episodes_with_steps
 from curation.formats.dpo import Pair, Rollout, episode_pairs, step_pairs, to_dpo, to_step_dpo
@@ -58,7 +58,8 @@ def dpo_rows(con: duckdb.DuckDBPyConnection, rounds: list[str], decisions: Mappi
         for ep, step_rows in group:
             review = decisions.get(ep["episode_id"])
             role = preference_role(ep, review, include_verified=include_verified)
-            if tally.admit(ep, review, role if isinstance(role, str) else None):
+            unusable = "invalid_record" if recorded(ep) and conversation_problem(ep) else None  # arguments not JSON
+            if tally.admit(ep, review, role if isinstance(role, str) else unusable):
                 rollouts.append(_rollout(ep, step_rows, review, role, level != "episode"))
         pairs: list[tuple[Pair, str]] = []
         if level in ("episode", "both"):

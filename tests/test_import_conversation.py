@@ -271,6 +271,10 @@ def test_an_imported_conversation_is_exported_as_it_was_recorded(tmp_path, fmt):
         assert got == want, export_fmt
     got = exported(tmp_path, store, "sharegpt", fmt)
     assert got == {eid: sharegpt_of(c) for eid, c in want.items()}
+    # scrubbing on: only personal data differs; every row is still there and parses
+    for export_fmt in ("openai", "sharegpt", "trl", "adp"):
+        rows, manifest = export_rows(store, tmp_path / f"scrubbed-{export_fmt}", export_fmt, approve(store))
+        assert len(rows) == 2 and not manifest["excluded"], manifest["excluded"]
 
 
 def test_two_sources_that_number_their_tasks_alike_stay_apart(tmp_path):
@@ -348,3 +352,18 @@ def test_a_source_name_that_is_no_name_is_one_line(tmp_path):
     with pytest.raises(InputError, match=r"^--source 'a b': use 1 to 64"):
         prepare_import(path, "openai-chat", source="a b")
     assert prepare_import(path, "openai-chat").source == "airline"
+
+
+def test_a_call_whose_arguments_are_not_json_leaves_its_conversation_out_of_every_export(tmp_path):
+    rec = as_openai(CHANGE, 0)
+    rec["messages"][4]["tool_calls"][0]["function"]["arguments"] = '{"user_id": '  # cut short
+    src = tmp_path / "cut.jsonl"
+    src.write_text(json.dumps(rec) + "\n" + json.dumps(as_openai(CANCEL, 1)) + "\n")
+    store, summary = import_file(tmp_path / "data", src, "openai-chat")
+    assert summary.imported == 2
+    cut = next(e.episode_id for e in iter_records(store.duck(), "episodes") if e.task_id == "cut:0")
+    for fmt in ("openai", "sharegpt", "trl", "hf", "adp", "dpo"):
+        _, manifest = export_rows(store, tmp_path / f"out-{fmt}", fmt, approve(store), pairs="step" if fmt == "dpo" else None)
+        assert manifest["excluded"].get("invalid_record") == 1, (fmt, manifest["excluded"])
+        assert [e["episode_id"] for e in manifest["approved_left_out"]["episodes"]
+                if e["reason"] == "invalid_record"] == [cut], fmt
