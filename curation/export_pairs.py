@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 
 import duckdb
 
+from curation.conversation_rows import conversation_problem, conversation_tools, recorded
 from curation.export_common import Tally, Tools, split_of, turns_of
 from curation.export_source import episodes_with_steps, masked_steps
 from curation.formats.dpo import Pair, Rollout, episode_pairs, step_pairs, to_dpo, to_step_dpo
@@ -44,7 +45,7 @@ def _record(pair: Pair, level: str, tools: Tools, scrubber: Scrubber | None) -> 
     meta = {"task_id": c_ep["task_id"], "chosen_id": c_ep["episode_id"], "rejected_id": r_ep["episode_id"],
             "kind": pair.kind, "source": pair.source, "level": level, "family": c_ep["family"],
             "template": c_ep["template"], "split": split_of(c_ep)}
-    schemas = tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
+    schemas = conversation_tools(c_ep, tools) if recorded(c_ep) else tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
     if level == "step":
         meta["divergence_step"] = pair.chosen.turns[pair.at][1]
         return meta["split"], to_step_dpo(chosen, rejected, pair.at, schemas, meta)
@@ -61,7 +62,8 @@ def dpo_rows(con: duckdb.DuckDBPyConnection, rounds: list[str], decisions: Mappi
         for ep, step_rows in group:
             review = decisions.get(ep["episode_id"])
             role = preference_role(ep, review, include_verified=include_verified)
-            if tally.admit(ep, review, role if isinstance(role, str) else None):
+            unusable = "invalid_record" if recorded(ep) and conversation_problem(ep) else None  # arguments not JSON
+            if tally.admit(ep, review, role if isinstance(role, str) else unusable):
                 rollouts.append(_rollout(ep, step_rows, review, role, level != "episode"))
         pairs: list[tuple[Pair, str]] = []
         if level in ("episode", "both"):

@@ -75,6 +75,7 @@ def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
     it needs."""
     sql = """
         SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
+               CASE WHEN action_kind = 'message' THEN action_text END AS action_text,
                feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
                verification_label
         FROM steps
@@ -178,11 +179,13 @@ def prior_representatives(
     """
     eps = query_frame(con, sql_eps, {"r": round_id, "h": history})
     if eps.empty:
-        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments"])
+        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments",
+                                          "action_text"])
     con.register("_prior", eps[["episode_id"]])
     try:
         steps = query_frame(
-            con, 'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
+            con, 'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, '
+            "CASE WHEN action_kind = 'message' THEN action_text END AS action_text FROM steps "
             'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"')
     finally:
         con.unregister("_prior")

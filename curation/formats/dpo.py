@@ -128,8 +128,10 @@ def step_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> 
 
 def to_dpo(chosen_msgs: list[dict[str, Any]], rejected_msgs: list[dict[str, Any]], tools: list[dict[str, Any]],
            meta: dict[str, Any]) -> dict[str, Any]:
-    """An episode pair record: ``prompt`` (system + user), ``chosen`` and ``rejected`` continuations."""
-    return {"prompt": chosen_msgs[:2], "chosen": chosen_msgs[2:], "rejected": rejected_msgs[2:], "tools": tools,
+    """An episode pair record: ``prompt`` (the turns before the agent's first: system and user), ``chosen`` and
+    ``rejected`` continuations."""
+    at = next((i for i, m in enumerate(chosen_msgs) if m.get("role") == "assistant"), 2)
+    return {"prompt": chosen_msgs[:at], "chosen": chosen_msgs[at:], "rejected": rejected_msgs[at:], "tools": tools,
             "metadata": meta}
 
 
