@@ -34,6 +34,13 @@ from warehouse.settings import load_settings
 from warehouse.store import Store
 
 
+@pytest.fixture(autouse=True)
+def no_user_settings(monkeypatch):
+    """A user's FLYWHEEL_* variables never change what these tests see."""
+    for name in [k for k in os.environ if k.startswith("FLYWHEEL_")]:
+        monkeypatch.delenv(name)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> tuple[Path, list[str]]:
     data = tmp_path_factory.mktemp("refusals") / "data"
