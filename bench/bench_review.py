@@ -66,9 +66,10 @@ def _table(name: str, template: dict, n: int, overrides: dict[str, list]) -> pa.
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def build(data_dir: Path, episodes: int) -> Store:
-    """A round of ``episodes`` synthetic episodes (one of them 60 steps long) with marks."""
-    store = Store(data_dir)
+def build(data_dir: Path, episodes: int, state_url: str | None = None) -> Store:
+    """A round of ``episodes`` synthetic episodes (one of them 60 steps long) with marks; the state
+    database is SQLite in ``data_dir`` unless ``state_url`` names another."""
+    store = Store(data_dir, state_url)
     with store.session() as s:
         state.open_round(session=s, requested_episodes=episodes, seed=0, plan={})
     tpl = _templates()

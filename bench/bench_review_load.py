@@ -3,12 +3,14 @@ p95 episode-open latency (target < 2 s) and every decision stored once.
 
     python bench/bench_review_load.py            # 20 reviewers, 100,000 episodes, 180 s
     python bench/bench_review_load.py --quick    # 3 reviewers, 2,000 episodes, 15 s (a test runs this)
+    python bench/bench_review_load.py --state-url postgresql+psycopg://...   # decisions on PostgreSQL
 
 Each reviewer is a process of its own speaking the app's session protocol: what a page run of the
 app calls, without the browser. It reads a page of its queue (at a random place, as reviewers
 spread over it), opens an episode (load it, build its step table and its conversation: what the
 episode page needs before it draws), decides, and sends the decision twice (a double click);
-then the next. Decisions go to one SQLite state database (the default), opens read the shards.
+then the next. Decisions go to one state database (SQLite by default, or --state-url), opens read
+the shards.
 At the end: the rows in the state database are exactly the distinct decisions the reviewers were
 told were saved, and each double click was told of the same row.
 """
@@ -39,14 +41,14 @@ PASSWORD = "bench-password"
 VERDICTS = [("approve", ""), ("reject", "wrong_result"), ("needs_fix", "")]
 
 
-def reviewer(data_dir: Path, name: str, seconds: float, seed: int, start, results) -> None:
+def reviewer(data_dir: Path, state_url: str | None, name: str, seconds: float, seed: int, start, results) -> None:
     """One reviewer's session until ``seconds`` have passed; puts (name, opens, queue reads, saves)."""
     from review_app.conversation import conversation_turns
     from review_app.decisions import record_decision
     from review_app.episode import load_episode, step_rows
     from review_app.queue import QueueFilter, queue_page
 
-    store = Store(data_dir)
+    store = Store(data_dir, state_url)
     user = accounts.User(name, "reviewer")
     rng = random.Random(seed)
     opens, reads, saves = [], [], []
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reviewers", type=int, default=None)
     ap.add_argument("--episodes", type=int, default=None)
     ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--state-url", default=None, help="the state database (default: SQLite in the data directory)")
     args = ap.parse_args(argv)
     n = args.reviewers or (3 if args.quick else 20)
     episodes = args.episodes or (2_000 if args.quick else 100_000)
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-review-load-") as tmp:
         data = Path(tmp) / "d"
         t0 = time.perf_counter()
-        store = build(data, episodes)
+        store = build(data, episodes, args.state_url)
         names = [f"rev{i:02d}" for i in range(n)]
         hashed = accounts.hash_password(PASSWORD)  # one hash for all: account making is not under test
         with store.session() as s:
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {episodes:,} episodes and {n} accounts in {time.perf_counter() - t0:.1f} s", flush=True)
         ctx = mp.get_context("spawn")
         start, results = ctx.Barrier(n), ctx.Queue()
-        procs = [ctx.Process(target=reviewer, args=(data, name, seconds, i, start, results))
+        procs = [ctx.Process(target=reviewer, args=(data, args.state_url, name, seconds, i, start, results))
                  for i, name in enumerate(names)]
         for p in procs:
             p.start()

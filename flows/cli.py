@@ -634,10 +634,10 @@ def reviewer_list(
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
         return
     table = Table(box=box.SIMPLE_HEAD)
-    for col in ("name", "role", "status"):
+    for col in ("name", "role", "status", "Label Studio e-mail"):
         table.add_column(col, no_wrap=True)
     for row in rows:
-        table.add_row(row["name"], row["role"], "active" if row["active"] else "inactive")
+        table.add_row(row["name"], row["role"], "active" if row["active"] else "inactive", row["email"])
     out.print(table)
 
 

@@ -120,9 +120,10 @@ def test_bench_s3_quick_reads_a_bucket_three_ways_with_one_answer():
     assert "empty cache / straight from S3:" in proc.stdout
 
 
-def test_bench_review_load_quick_stores_every_decision_once_and_prints_p95():
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_review_load.py"), "--quick", "--seconds", "8"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+def test_bench_review_load_quick_stores_every_decision_once_and_prints_p95(state_url):
+    db = ["--state-url", state_url] if state_url else []
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_review_load.py"), "--quick", "--seconds", "8",
+                           *db], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     stored = next(line for line in lines if line.startswith("stored: "))

@@ -34,6 +34,13 @@ from warehouse.settings import load_settings
 from warehouse.store import Store
 
 
+@pytest.fixture(autouse=True)
+def no_user_settings(monkeypatch):
+    """A user's FLYWHEEL_* variables never change what these tests see."""
+    for name in [k for k in os.environ if k.startswith("FLYWHEEL_")]:
+        monkeypatch.delenv(name)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> tuple[Path, list[str]]:
     data = tmp_path_factory.mktemp("refusals") / "data"
@@ -288,3 +295,32 @@ def test_a_killed_writer_leaves_only_what_the_next_run_removes(tmp_path, state_u
         assert state.recorded_keys(session=s, round_id="r0001", table_name="episodes") == {"s00000", "s00001"}
         assert shard_intents.pending(session=s) == set()
 
+
+
+@pytest.mark.slow
+def test_a_round_keeps_files_it_never_wrote_under_shards(tmp_path, prefect_server):
+    """The command as a user runs it: someone's export and a symlink out of the data directory sit
+    under ``shards/`` when a round starts; the round removes neither, nor anything they point at."""
+    import json
+
+    from tests.test_faults import _env
+
+    data = tmp_path / "flywheel-data"
+    theirs = data / "shards" / "episodes" / "r0001" / "their export.parquet"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(b"PAR1 not ours PAR1")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("s00000.parquet", "s00000.parquet.tmp-1"):
+        (outside / name).write_text("ünïcode\nnot ours")
+    (data / "shards" / "episodes" / "r0002").symlink_to(outside, target_is_directory=True)
+    link = theirs.with_name("s00009.parquet")
+    link.symlink_to(outside / "s00000.parquet")
+    done = flywheel("run", "--episodes", "4", "--seed", "1", "--no-progress", "--json", env=_env(prefect_server),
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["orphans_removed"] == 0
+    assert theirs.read_bytes() == b"PAR1 not ours PAR1"
+    assert link.is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["s00000.parquet", "s00000.parquet.tmp-1"]
+    assert Store(data).duck().execute("SELECT count(*) FROM episodes").fetchone()[0] >= 4
