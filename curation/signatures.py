@@ -94,7 +94,9 @@ def exact_keys(episodes: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame)
     """Exact-duplicate key per episode: normalised intent, planner calls, final state digest.
 
     The same definition as :func:`curation.checks.exact_key`, so keys of earlier rounds match."""
-    planner = steps["actor"].to_numpy() == "planner"
+    # the planner's steps, and the user's text turns of an imported conversation (what they asked for)
+    planner = (steps["actor"].to_numpy() == "planner") | ((steps["actor"].to_numpy() == "user")
+                                                         & (steps["action_kind"].to_numpy() == "message"))
     step_eids = steps["episode_id"].to_numpy()[planner]
     texts = calls["exact_call"].to_numpy()[planner]
     eids = episodes["episode_id"].to_numpy()

@@ -324,12 +324,14 @@ def test_conversations_that_differ_in_what_was_said_are_not_duplicates(tmp_path)
         return ([conv[0], {"role": "user", "content": "Hi there"}, conv[2],
                  {"role": "user", "content": f"{request} My id is {USER_ID}."}] + conv[4:8]
                 + [{"role": "assistant", "content": answer, "calls": []}])
-    convs = [greeted(CHANGE, "I want to change my flight.", "Your flight can be changed to the 22nd for $30."),
-             greeted(CANCEL, "I want to cancel my flights.", "Your reservation can be cancelled with a full refund.")]
-    store, _ = import_file(tmp_path / "data", write_input(tmp_path, "openai-chat", convs), "openai-chat")
-    marks = store.duck().execute("SELECT \"check\", passed, reason FROM marks WHERE \"check\" IN "
-                                 "('exact_duplicate', 'near_duplicate')").fetchall()
-    assert len(marks) == 4 and all(passed for _, passed, _ in marks), marks
+    for answers in (("Your flight can be changed to the 22nd for $30.", "Your reservation can be cancelled with a "
+                     "full refund."), ("Let me transfer you to an agent.",) * 2):  # the user's words alone tell them apart
+        convs = [greeted(CHANGE, "I want to change my flight.", answers[0]),
+                 greeted(CANCEL, "I want to cancel my flights.", answers[1])]
+        store, _ = import_file(tmp_path / answers[0][:4], write_input(tmp_path, "openai-chat", convs), "openai-chat")
+        marks = store.duck().execute("SELECT \"check\", passed, reason FROM marks WHERE \"check\" IN "
+                                     "('exact_duplicate', 'near_duplicate')").fetchall()
+        assert len(marks) == 4 and all(passed for _, passed, _ in marks), marks
 
 
 def test_review_shows_the_conversation_and_marks_the_call_without_a_result(tmp_path):

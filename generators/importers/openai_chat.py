@@ -1,10 +1,13 @@
 """Import OpenAI chat trajectories (``messages`` with ``tool_calls`` and ``tool`` results). Pure.
 
-Each conversation becomes an Episode (source="external"), its Steps and an Outcome.
-Its task spec has the instruction and the record's own tool schemas but no
-requirements and no world behind it, so no replay: verification fields are
-empty, success comes from an optional ``reward``. Ids come from the content, so the
-same conversation imported twice is the same episode.
+Each conversation becomes an Episode (source="external") that keeps the conversation as recorded
+(``Episode.messages``: its system prompt, text turns and tool results verbatim; exports write it),
+its Steps (see :func:`warehouse.contract.step_counts`: tool calls, the agent's and the user's text
+turns as ``message`` steps, nothing invented; a call without a result carries ``missing_result``)
+and an Outcome. Its task spec has the instruction and the record's own tool schemas but no
+requirements and no world behind it, so no replay: verification fields are empty, success comes
+from an optional ``reward``. Ids come from the content and the source (task ids are scoped by it),
+so the same conversation imported twice from one source is the same episode.
 
 Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
 trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
