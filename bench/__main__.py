@@ -2,6 +2,7 @@
 
     python -m bench           # the full runs (under 15 minutes on a 2-core machine)
     python -m bench --quick   # the smoke versions (a test runs this)
+    python -m bench --write docs/benchmarks.md [--only NAME,...]   # and rewrite the benchmark page
 
 Each benchmark is a script in ``bench/`` that prints its own side-by-side ratios; this
 runs each in a child process and gathers one row per benchmark: the figure (its summary
@@ -46,18 +47,22 @@ BENCHES = [
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
     Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
           r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
+    Bench("review under load", "bench_review_load.py", "20 reviewers, 100k episodes", "p95 open < 2 s, stored once",
+          r"^episode open p95 (?P<ratio>[\d.]+) s.*"),
     Bench("near duplicates", "bench_semantic.py", "5-gram only", "recall > 0.8, 0 false positives", r"^one meaning.*"),
     Bench("label studio", "bench_label_studio.py", "5,000 episodes", "push and pull finish", r"episodes pushed in.*"),
     Bench("parallel round", "bench_round.py", "workers = 1", "<= 0.6", r"ratio workers=2 / workers=1: (?P<ratio>[\d.]+)"),
     Bench("flywheel", "bench_flywheel.py", "uniform mix", "<= 0.60 of uniform's rounds",
           r"competence-aware(?: / uniform rounds: (?:< )?(?P<ratio>[\d.]+))?.*"),
+    Bench("import memory", "bench_import_memory.py", "the smallest file", "growth well under the file's",
+          r"import memory above start: .*growth ratio \(large - small\) / small: (?P<ratio>[\d.]+).*"),
     Bench("s3 reads", "bench_s3.py", "DuckDB straight from S3", "< 1 (empty cache)",
           r"empty cache / straight from S3: (?P<ratio>[\d.]+).*"),
 ]
 
 
-def run(bench: Bench, quick: bool) -> tuple[str, str, float, int]:
-    """(figure, ratio, seconds, exit code) of one benchmark run in its own process."""
+def run(bench: Bench, quick: bool) -> tuple[str, str, float, int, str]:
+    """(figure, ratio, seconds, exit code, output) of one benchmark run in its own process."""
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, str(HERE / bench.script), *(["--quick"] if quick else [])],
                           capture_output=True, text=True, cwd=HERE.parent)
@@ -72,13 +77,16 @@ def run(bench: Bench, quick: bool) -> tuple[str, str, float, int]:
             break
     if proc.returncode != 0:
         figure = f"FAILED ({proc.returncode}): {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
-    return figure, ratio, seconds, proc.returncode
+    return figure, ratio, seconds, proc.returncode, proc.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the smoke versions of every benchmark")
     ap.add_argument("--only", help="comma-separated benchmark names")
+    ap.add_argument("--write", type=Path, metavar="PAGE",
+                    help="rewrite the benchmark page PAGE (docs/benchmarks.md): the sections of the benchmarks run, "
+                         "and the table of every one")
     args = ap.parse_args(argv)
     chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     rows, before = [], loop_ms()
@@ -86,10 +94,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"running {bench.name} ...", file=sys.stderr, flush=True)
         rows.append((bench, *run(bench, args.quick)))
     print(f"{'benchmark':<17} {'ratio':>7}  {'compared against':<24} {'target':<30} {'s':>5}  figure")
-    for bench, figure, ratio, seconds, _ in rows:
+    for bench, figure, ratio, seconds, _, _ in rows:
         print(f"{bench.name:<17} {ratio:>7}  {bench.against:<24} {bench.target:<30} {seconds:>5.0f}  {figure[:100]}")
-    print(probe_line(before, loop_ms()))
-    return 1 if any(code != 0 for *_, code in rows) else 0
+    host = probe_line(before, loop_ms())
+    print(host)
+    if args.write:
+        from bench.page import rewrite
+
+        rewrite(args.write, [(b.name, b.script, b.against, b.target, ratio, figure, out)
+                             for b, figure, ratio, _, _, out in rows], [b.name for b in BENCHES], host,
+                quick=args.quick)
+        print(f"wrote {args.write}")
+    return 1 if any(row[4] != 0 for row in rows) else 0
 
 
 if __name__ == "__main__":

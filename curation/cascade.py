@@ -20,6 +20,7 @@ import pandas as pd
 from curation.cost_select import selection_marks
 from curation.exact_dup import exact_duplicate_marks
 from curation.heuristics import heuristic_marks
+from curation.cross_split import cross_split_marks
 from curation.judges import Judge, judge_marks
 from curation.marking import marks_frame
 from curation.near_dup import NearDupConfig, near_duplicate_marks, near_duplicate_marks_with_history
@@ -56,6 +57,7 @@ class CascadeInput:
     replay: ReplayFn = replay_hash
     judges: Sequence[Judge] = ()  # empty: no endpoint configured, the judges step is skipped
     prior_near: tuple[pd.DataFrame, pd.DataFrame] | None = None  # earlier rounds' kept (episodes, steps)
+    prior_cross: tuple[pd.DataFrame, pd.DataFrame] | None = None  # ... of every round before those: other splits only
     embed: Embed | None = None  # instruction embeddings for the semantic near-duplicate step (None: off)
     curriculum_families: frozenset[str] = frozenset()  # families this round drew for a failure curriculum
 
@@ -140,6 +142,10 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     else:
         near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup,
                      embed=inp.embed)
+    if inp.prior_cross is not None and len(inp.prior_cross[0]):
+        cross_ep, cross_st = inp.prior_cross[0], planner_steps(inp.prior_cross[1])
+        near = timed("near_duplicate_cross_split", cross_split_marks, near, ep, st, calls["near_call"], eligible, rate,
+                     config.near_dup, cross_ep, cross_st, call_columns(cross_st)["near_call"], inp.embed)
     out.append(near)
     eligible &= near["passed"].to_numpy()
     out.append(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))

@@ -31,8 +31,10 @@ def exact_key(episode: Episode, steps: list[Step], outcome: Outcome) -> str:
     """Exact-duplicate key: normalised intent, the calls with normalised arguments,
     and the final state digest."""
     calls = [
-        [s.action.kind, s.action.tool, _normalise_value(s.action.arguments)]
+        # a text turn (``message``) is what it says; the user's count too: an import's user says what it wants
+        [s.action.kind, s.action.tool,
+         _normalise_value({"text": s.action.text} if s.action.kind == "message" else s.action.arguments)]
         for s in sorted(steps, key=lambda s: s.index)
-        if s.actor == "planner"
+        if s.actor == "planner" or (s.actor == "user" and s.action.kind == "message")
     ]
     return digest(canonical_json([normalise_text(episode.instruction), calls, outcome.final_state_hash]), 24)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from curation.conversation_rows import conversation_turns, recorded
 from curation.export_source import masked_steps
 from curation.formats.openai_chat import chat_turns
 from curation.formats.views import step_from_row
@@ -143,8 +144,19 @@ def turns_of(ep, step_rows, review, scrubber):
     steps = [step_from_row(r) for r in step_rows]
     by_review, _ = review_mask(review, (s.index for s in steps))
     masked = masked_steps(ep) | by_review
-    turns = chat_turns(ep["instruction"], steps)
-    if scrubber is not None:
-        rs = scrubber.record()
-        turns = [(rs.value(m), i) for m, i in turns]
-    return turns, masked
+    messages = recorded(ep)  # an imported conversation comes out as recorded
+    turns, masked = conversation_turns(messages, masked) if messages else (chat_turns(ep["instruction"], steps), masked)
+    return scrubbed(turns, scrubber), masked
+
+
+def scrubbed(turns, scrubber):
+    """``turns`` scrubbed as one record (as they are when ``scrubber`` is None)."""
+    if scrubber is None:
+        return turns
+    rs = scrubber.record()
+    return [(rs.value(m), i) for m, i in turns]
+
+
+def trainable(turns, masked: set[int]) -> bool:
+    """Whether some agent turn gets loss (a row with none teaches nothing)."""
+    return any(m["role"] == "assistant" and i not in masked for m, i in turns)

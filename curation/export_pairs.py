@@ -9,9 +9,12 @@ from collections.abc import Iterator, Mapping
 
 import duckdb
 
+from curation.conversation_rows import conversation_problem, conversation_tools, recorded
 from curation.export_common import Tally, Tools, split_of, turns_of
-from curation.export_source import episodes_with_steps
+from curation.export_source import episodes_with_steps, masked_steps
 from curation.formats.dpo import Pair, Rollout, episode_pairs, step_pairs, to_dpo, to_step_dpo
+from curation.formats.messages import template_messages
+from curation.masks import review_mask
 from curation.pii import Scrubber
 from curation.selection import Decision, Role, preference_role, problem_text
 
@@ -25,22 +28,24 @@ def _turns(r: Rollout) -> tuple:
 
 def _rollout(ep, step_rows, review, role: Role, with_turns: bool) -> Rollout:
     """The rollout with its turns when step pairs need them (episode pairs build them only once paired)."""
+    no_loss = masked_steps(ep) | review_mask(review, (row["index"] for row in step_rows))[0]  # as SFT masks them
     r = Rollout((ep, review, step_rows), role.side, role.source, role.kind, (),
-                getattr(review, "first_wrong_step", None), bool(getattr(review, "recovered", False)))
+                getattr(review, "first_wrong_step", None), bool(getattr(review, "recovered", False)),
+                frozenset(no_loss))
     return replace(r, turns=_turns(r)) if with_turns else r
 
 
 def _record(pair: Pair, level: str, tools: Tools, scrubber: Scrubber | None) -> tuple[str, dict]:
     c_ep, r_ep = pair.chosen.item[0], pair.rejected.item[0]
-    chosen = [m for m, _ in _turns(pair.chosen)]
-    rejected = [m for m, _ in _turns(pair.rejected)]
+    chosen = [m for m, _ in template_messages(list(_turns(pair.chosen)))]  # the one message schema
+    rejected = [m for m, _ in template_messages(list(_turns(pair.rejected)))]
     if scrubber is not None:  # one record scrubbed as a whole, so both sides use the same placeholders
         rs = scrubber.record()
         chosen, rejected = rs.value(chosen), rs.value(rejected)
     meta = {"task_id": c_ep["task_id"], "chosen_id": c_ep["episode_id"], "rejected_id": r_ep["episode_id"],
             "kind": pair.kind, "source": pair.source, "level": level, "family": c_ep["family"],
             "template": c_ep["template"], "split": split_of(c_ep)}
-    schemas = tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
+    schemas = conversation_tools(c_ep, tools) if recorded(c_ep) else tools(c_ep["task_tools"], c_ep.get("task_tool_schemas"))
     if level == "step":
         meta["divergence_step"] = pair.chosen.turns[pair.at][1]
         return meta["split"], to_step_dpo(chosen, rejected, pair.at, schemas, meta)
@@ -57,7 +62,8 @@ def dpo_rows(con: duckdb.DuckDBPyConnection, rounds: list[str], decisions: Mappi
         for ep, step_rows in group:
             review = decisions.get(ep["episode_id"])
             role = preference_role(ep, review, include_verified=include_verified)
-            if tally.admit(ep, review, role if isinstance(role, str) else None):
+            unusable = "invalid_record" if recorded(ep) and conversation_problem(ep) else None  # arguments not JSON
+            if tally.admit(ep, review, role if isinstance(role, str) else unusable):
                 rollouts.append(_rollout(ep, step_rows, review, role, level != "episode"))
         pairs: list[tuple[Pair, str]] = []
         if level in ("episode", "both"):

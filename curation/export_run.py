@@ -19,7 +19,8 @@ from typing import Any
 import duckdb
 
 from curation import funnel as funnel_mod
-from curation.export_common import HELD_OUT, Tally, Tools, meta_of, split_of, turns_of
+from curation.conversation_rows import adp_record, conversation_problem, conversation_tools, recorded
+from curation.export_common import HELD_OUT, Tally, Tools, meta_of, scrubbed, split_of, trainable, turns_of
 from curation.export_pairs import dpo_rows
 from curation.export_source import episode_rows, episodes_with_steps, task_rows
 from curation.exporter import ExportResult, ExportWriter
@@ -59,21 +60,23 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
     tools = Tools()
     for ep, step_rows in episodes_with_steps(con, rounds):
         review = decisions.get(ep["episode_id"])
-        if not tally.admit(ep, review, sft_exclusion(ep, review, include_verified=include_verified)):
+        why = sft_exclusion(ep, review, include_verified=include_verified) or _unexportable(ep)
+        if not tally.admit(ep, review, why):
             continue
         meta = meta_of(ep)
+        turns, masked = turns_of(ep, step_rows, review, None)
+        if not trainable(turns, masked):  # e.g. first wrong step 0: no turn to train on, no row, in every format
+            tally.left_out(ep, review, "no_trainable_turn", "every agent turn gets no loss")
+            continue
         if fmt == "adp":
-            row = _adp_row(ep, step_rows, review, scrubber, meta)
+            row = _adp_row(ep, step_rows, masked, scrubber, meta)
             _took(tally, meta, ep, review)
             yield meta["split"], row
             continue
-        turns, masked = turns_of(ep, step_rows, review, scrubber)
-        schemas = tools(ep["task_tools"], ep.get("task_tool_schemas"))
+        turns = scrubbed(turns, scrubber)
+        schemas = conversation_tools(ep, tools) if recorded(ep) else tools(ep["task_tools"], ep.get("task_tool_schemas"))
         if fmt == "trl":
             rows = trl_rows(turns, masked, meta | _reward(ep), schemas)
-            if not rows:  # every agent turn masked: nothing to train on
-                tally.left_out(ep, review, "no_trainable_turn", "every agent turn gets no loss")
-                continue
             _took(tally, meta, ep, review)
             for row in rows:
                 yield meta["split"], row
@@ -81,7 +84,7 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
         if fmt == "openai":
             # OpenAI fine-tuning skips assistant messages with weight 0: the masked steps
             messages = [{**m, "weight": 0} if m["role"] == "assistant" and i in masked else m for m, i in turns]
-            row = {"messages": messages, "tools": schemas, "metadata": meta}
+            row = {"messages": messages, **({"tools": schemas} if schemas or not recorded(ep) else {}), "metadata": meta}
             problems = check_record(row)
             if problems:
                 tally.left_out(ep, review, "invalid_record", problems[0])
@@ -92,6 +95,11 @@ def _sft_rows(con, rounds, decisions, include_verified, fmt, tally, scrubber) ->
             row = hf.to_hf_row(turns, masked, meta, schemas)
         _took(tally, meta, ep, review)
         yield meta["split"], row
+
+
+def _unexportable(ep: Mapping[str, Any]) -> str | None:
+    """``invalid_record`` for an imported conversation no training row can carry (see conversation_rows)."""
+    return "invalid_record" if recorded(ep) and conversation_problem(ep) else None
 
 
 def _took(tally: Tally, meta: dict[str, Any], ep: Mapping[str, Any], review: Decision | None) -> None:
@@ -106,11 +114,11 @@ def _reward(ep: Mapping[str, Any]) -> dict[str, Any]:
     return {"reward": float(ep.get("progress") or 0.0), "success": bool(ep.get("success"))}
 
 
-def _adp_row(ep, step_rows, review, scrubber, meta) -> dict[str, Any]:
+def _adp_row(ep, step_rows, masked, scrubber, meta) -> dict[str, Any]:
     """One ADP trajectory, masked like the chat formats (the same masks), scrubbed as one record."""
-    _, masked = turns_of(ep, step_rows, review, None)
     details = meta | _reward(ep) | {"rollout": ep.get("rollout"), "model": ep.get("model") or ""}
-    row = to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
+    messages = recorded(ep)
+    row = adp_record(messages, masked, details) if messages else to_adp(ep["instruction"], [step_from_row(r) for r in step_rows], masked, details)
     return scrubber.record().value(row) if scrubber is not None else row
 
 

@@ -22,7 +22,7 @@ _ROUNDS_FILTER = "e.round_id IN (SELECT unnest($rounds::VARCHAR[]))"
 MODEL_ATTEMPT = f"e.policy <> '{REFERENCE_POLICY}'"  # SQL: an attempt of the model, not a reference demonstration
 
 
-def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool = False) -> str:
+def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool = False, messages: bool = False) -> str:
     """Episodes of the rounds with marks, outcome and task; ``tool_schemas`` / ``inferred``: the tasks table has
     the ``tool_schemas`` / ``tool_schemas_inferred`` column (older data has not)."""
     pivot = ",\n".join(
@@ -37,7 +37,7 @@ def episode_sql(round_ids: list[str], tool_schemas: bool = False, inferred: bool
             FROM marks GROUP BY episode_id
         )
         SELECT e.episode_id, e.task_id, e.round_id, e.family, e.template, e.split, e.instruction, e.policy,
-               e.model, e.rollout, e.source,
+               e.model, e.rollout, e.source, {"e.messages" if messages else "NULL"} AS messages,
                o.success, o.progress, o.steps AS n_steps, o.tool_calls, o.prompt_tokens, o.completion_tokens,
                json_extract_string(o.failure, '$.type') AS failure_type,
                json_extract_string(o.failure, '$.side') AS failure_side,
@@ -78,7 +78,8 @@ def episodes_with_steps(
     """(episode row, its step rows in order), streamed in (task_id, episode_id) order."""
     steps = _rows(con, step_sql(round_ids), round_ids, batch)
     pending = next(steps, None)
-    sql = episode_sql(round_ids, has_column(con, "tasks", "tool_schemas"), has_column(con, "tasks", "tool_schemas_inferred"))
+    sql = episode_sql(round_ids, has_column(con, "tasks", "tool_schemas"), has_column(con, "tasks", "tool_schemas_inferred"),
+                      has_column(con, "episodes", "messages"))
     for ep in _rows(con, sql, round_ids, batch):
         own = []
         while pending is not None and pending["episode_id"] == ep["episode_id"]:

@@ -1,9 +1,12 @@
 """Writing an export: rows streamed into one file per split, then a manifest; all or nothing.
 
-Files are written under temporary names and renamed into place once every row is
-written, the manifest last, so a manifest on disk vouches for complete files. A
-previous export of the same name is replaced as a whole (its manifest is removed
-first, then its files).
+Files are written under temporary names. When every row is written, the swap is planned in a
+journal (``.NAME.swap.json``: the temporaries to rename into place, and every file of the previous
+export the new one does not have, read from its manifest before anything is touched), then
+carried out: the old manifest removed, the old files removed, the new files renamed into place,
+the new manifest last. A killed swap leaves no manifest and its journal; the next export of the
+name finishes it first (every step can be repeated), so no file of an earlier export survives a
+completed one and a manifest on disk vouches for exactly the files beside it.
 """
 
 from __future__ import annotations
@@ -63,6 +66,58 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _write_synced(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _plain_name(name: str) -> bool:
+    """A file name of this directory (a manifest names nothing elsewhere, but it is read from disk)."""
+    return bool(name) and "/" not in name and "\\" not in name and name not in (".", "..")
+
+
+def _listed(manifest_path: Path) -> list[str]:
+    """The files a manifest on disk lists (none when there is none, or it cannot be read)."""
+    try:
+        return list(json.loads(manifest_path.read_text(encoding="utf-8")).get("files", {}))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _swap(out_dir: Path, plan: dict[str, Any]) -> None:
+    """Carry out a swap journal; every step can be repeated (a temporary already renamed is skipped)."""
+    tmp, final = plan["manifest"]
+    (out_dir / final).unlink(missing_ok=True)  # an old manifest must not vouch for new data
+    for name in plan["remove"]:
+        killpoints.reached("export.file")
+        (out_dir / name).unlink(missing_ok=True)
+    for src, dst in plan["moves"]:
+        killpoints.reached("export.file")
+        if (out_dir / src).exists():
+            os.replace(out_dir / src, out_dir / dst)
+    killpoints.reached("export.manifest")
+    if (out_dir / tmp).exists():
+        os.replace(out_dir / tmp, out_dir / final)
+
+
+def finish_interrupted_swap(journal: Path) -> bool:
+    """Finish the swap a killed export left (its journal), if any; True if there was one."""
+    try:
+        plan = json.loads(journal.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except ValueError:  # a journal is renamed into place whole: unreadable means not ours
+        return False
+    names = [*plan["manifest"], *plan["remove"], *(n for move in plan["moves"] for n in move)]
+    if not all(isinstance(n, str) and _plain_name(n) for n in names):
+        return False
+    _swap(journal.parent, plan)
+    journal.unlink(missing_ok=True)
+    return True
+
+
 _LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
@@ -87,6 +142,9 @@ class ExportWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.sinks: dict[str, _Sink] = {}
         self.attached: list[_Sink] = []  # files beside the splits (configs, modules), not split rows
+        self.journal = self.out_dir / f".{name}.swap.json"
+        self.committed = False
+        finish_interrupted_swap(self.journal)  # before the temporaries go: a journal's are still needed
         self._remove_stale_temporaries()
 
     def _remove_stale_temporaries(self) -> None:
@@ -144,7 +202,10 @@ class ExportWriter:
                 sink.writer = None
 
     def abort(self) -> None:
-        """Drop everything written so far; files of an earlier export stay as they were."""
+        """Drop everything written so far; files of an earlier export stay as they were (once the swap
+        is journalled, its temporaries stay for the next export to finish it)."""
+        if self.committed:
+            return
         for sink in self.attached:
             sink.tmp.unlink(missing_ok=True)
         for sink in self.sinks.values():
@@ -157,32 +218,28 @@ class ExportWriter:
                 sink.tmp.unlink(missing_ok=True)
 
     def finish(self, manifest: dict[str, Any]) -> ExportResult:
-        """Rename the files into place and write the manifest (with rows and checksums) last."""
+        """Swap the new files in for the previous export's (see the module doc), the manifest last."""
         self._close()
         manifest_path = self.out_dir / f"{self.name}.manifest.json"
-        old_files: list[str] = []
-        if manifest_path.exists():
-            try:
-                old_files = list(json.loads(manifest_path.read_text(encoding="utf-8")).get("files", {}))
-            except ValueError:
-                old_files = []
-        manifest_path.unlink(missing_ok=True)  # an old manifest must not vouch for new data
         files: dict[str, dict[str, Any]] = {}
+        moves: list[tuple[str, str]] = []
         for split, sink in sorted(self.sinks.items()):
-            killpoints.reached("export.file")
-            os.replace(sink.tmp, sink.final)
-            files[sink.final.name] = {"split": split, "rows": sink.rows, "sha256": _sha256(sink.final)}
+            files[sink.final.name] = {"split": split, "rows": sink.rows, "sha256": _sha256(sink.tmp)}
+            moves.append((sink.tmp.name, sink.final.name))
         for sink in self.attached:
-            os.replace(sink.tmp, sink.final)
-            files[sink.final.name] = {"split": None, "rows": None, "sha256": _sha256(sink.final)}
-        for name in old_files:
-            if name not in files and "/" not in name:
-                (self.out_dir / name).unlink(missing_ok=True)
-        full = {**manifest, "files": files}
+            files[sink.final.name] = {"split": None, "rows": None, "sha256": _sha256(sink.tmp)}
+            moves.append((sink.tmp.name, sink.final.name))
         tmp = self.out_dir / f".{manifest_path.name}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(full, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        killpoints.reached("export.manifest")
-        os.replace(tmp, manifest_path)
+        _write_synced(tmp, json.dumps({**manifest, "files": files}, indent=2, sort_keys=True, default=str) + "\n")
+        old = [n for n in _listed(manifest_path) if n not in files and _plain_name(n)]
+        plan = {"manifest": [tmp.name, manifest_path.name], "moves": moves, "remove": old}
+        journal_tmp = self.journal.with_name(self.journal.name + f".tmp-{os.getpid()}")
+        _write_synced(journal_tmp, json.dumps(plan))
+        os.replace(journal_tmp, self.journal)  # from here on the swap is decided: a rerun finishes it
+        self.committed = True
+        killpoints.reached("export.journal")
+        _swap(self.out_dir, plan)
+        self.journal.unlink(missing_ok=True)
         return ExportResult(manifest_path, files, sum(s.rows for s in self.sinks.values()))
 
     def __enter__(self) -> ExportWriter:

@@ -75,6 +75,7 @@ def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
     it needs."""
     sql = """
         SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
+               CASE WHEN action_kind = 'message' THEN action_text END AS action_text,
                feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
                verification_label
         FROM steps
@@ -156,30 +157,35 @@ def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
 
 
 def prior_representatives(
-    con: duckdb.DuckDBPyConnection, round_id: str, history: int
+    con: duckdb.DuckDBPyConnection, round_id: str, history: int, *, beyond: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(episodes, steps) of up to ``history`` rounds before ``round_id`` that earlier
-    cascades kept: sound, not exact or near duplicates. Ordered by episode id."""
-    sql_eps = """
-        WITH r AS (SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h),
+    cascades kept: sound, not exact or near duplicates. Ordered by episode id. ``beyond``:
+    those of every earlier round *outside* that window instead (for the cross-split check)."""
+    window = "SELECT DISTINCT round_id FROM episodes WHERE round_id < $r ORDER BY round_id DESC LIMIT $h"
+    rounds = (f"SELECT DISTINCT round_id FROM episodes WHERE round_id < $r EXCEPT ({window})" if beyond else window)
+    sql_eps = f"""
+        WITH r AS ({rounds}),
         keep AS (
             SELECT episode_id FROM marks
             WHERE round_id IN (SELECT round_id FROM r) AND "check" IN ('schema', 'exact_duplicate', 'near_duplicate')
             GROUP BY episode_id HAVING bool_and(passed) AND count(*) = 3
         )
         SELECT e.episode_id, e.round_id, e.task_id, e.family, e.instruction, o.success, t.difficulty, o.steps AS n_steps,
-               t.public_params AS task_values
+               t.public_params AS task_values, coalesce(t.split, e.split) AS split
         FROM episodes e JOIN keep USING (episode_id) LEFT JOIN outcomes o USING (episode_id)
-        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params FROM tasks) t ON t.task_id = e.task_id
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, public_params, split FROM tasks) t ON t.task_id = e.task_id
         ORDER BY e.episode_id
     """
     eps = query_frame(con, sql_eps, {"r": round_id, "h": history})
     if eps.empty:
-        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments"])
+        return eps, pd.DataFrame(columns=["episode_id", "index", "actor", "action_kind", "action_tool", "action_arguments",
+                                          "action_text"])
     con.register("_prior", eps[["episode_id"]])
     try:
         steps = query_frame(
-            con, 'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments FROM steps '
+            con, 'SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, '
+            "CASE WHEN action_kind = 'message' THEN action_text END AS action_text FROM steps "
             'WHERE episode_id IN (SELECT episode_id FROM _prior) ORDER BY episode_id, "index"')
     finally:
         con.unregister("_prior")

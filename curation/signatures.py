@@ -4,7 +4,9 @@ Arguments are parsed once per step. Two signatures come out of it:
 - the *exact* call ``[kind, tool, normalised arguments]`` (the exact-duplicate key);
 - the *near* call, which leaves out free text a paraphrase would change (finish's
   summary and claims, ask_user's wording) so that two rollouts doing the same thing
-  get the same shingles.
+  get the same shingles. A text turn of an imported conversation (``message``, the
+  agent's or the user's) is the exception: there the words are the work, so both keys
+  carry its normalised text ("change my flight" and "cancel my flights" differ).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def near_call(kind: str, tool: str, args: dict[str, Any]) -> str | None:
         return canonical_json(["finish", normalise_value({k: v for k, v in args.items() if k not in ("summary", "claims")})])
     if kind == "ask_user":
         return "ask_user"
+    if kind == "message":  # a text turn of an imported conversation: what was said is the work
+        return canonical_json(["message", normalise_value(args)])
     return None
 
 
@@ -73,12 +77,14 @@ def call_columns(steps: pd.DataFrame) -> pd.DataFrame:
     steps with equal text; treat them as read-only."""
     memo: dict[tuple, tuple[str, str | None, dict]] = {}
     exact, near, args = [], [], []
-    for kind, tool, raw in zip(steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist(),
-                               steps["action_arguments"].tolist()):
-        key = (kind, tool, raw)
+    texts = steps["action_text"].fillna("").tolist() if "action_text" in steps else [""] * len(steps)
+    for kind, tool, raw, text in zip(steps["action_kind"].tolist(), steps["action_tool"].fillna("").tolist(),
+                                     steps["action_arguments"].tolist(), texts):
+        key = (kind, tool, raw, text if kind == "message" else "")
         hit = memo.get(key)
         if hit is None:
-            parsed = parse_argument(raw)
+            # a text turn (``message``) is its text: two conversations saying different things differ
+            parsed = {"text": text} if kind == "message" else parse_argument(raw)
             hit = memo[key] = (canonical_json([kind, tool, normalise_value(parsed)]), near_call(kind, tool, parsed), parsed)
         exact.append(hit[0]), near.append(hit[1]), args.append(hit[2])
     return pd.DataFrame({"exact_call": exact, "near_call": near, "args": args}, index=steps.index)
@@ -88,7 +94,9 @@ def exact_keys(episodes: pd.DataFrame, steps: pd.DataFrame, calls: pd.DataFrame)
     """Exact-duplicate key per episode: normalised intent, planner calls, final state digest.
 
     The same definition as :func:`curation.checks.exact_key`, so keys of earlier rounds match."""
-    planner = steps["actor"].to_numpy() == "planner"
+    # the planner's steps, and the user's text turns of an imported conversation (what they asked for)
+    planner = (steps["actor"].to_numpy() == "planner") | ((steps["actor"].to_numpy() == "user")
+                                                         & (steps["action_kind"].to_numpy() == "message"))
     step_eids = steps["episode_id"].to_numpy()[planner]
     texts = calls["exact_call"].to_numpy()[planner]
     eids = episodes["episode_id"].to_numpy()

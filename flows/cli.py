@@ -501,6 +501,12 @@ def import_(
         typer.Option("--tools", help="OpenAI function schemas (a JSON list) for the records that carry no `tools` "
                                      "of their own; without it, schemas are inferred from the calls.", show_default=False),
     ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="The name task ids are scoped by (`NAME:ID`), so two files that number their "
+                                      "tasks alike stay apart (default: the file's name without its suffix).",
+                     show_default=False),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -512,7 +518,7 @@ def import_(
     from warehouse.store import Store
 
     settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer)  # a file that is not JSON fails here, before anything is written
+    prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
     if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"
@@ -522,7 +528,7 @@ def import_(
                   markup=False, highlight=False, soft_wrap=True)
     summary = import_prepared(Store.from_settings(settings), prepared, settings)
     if as_json:
-        _print_json({"file": str(file), "round": summary.round_id, "imported": summary.imported,
+        _print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
                      "already": summary.already, "file_already_imported": summary.file_already_imported,
                      "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
                      "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
@@ -628,10 +634,10 @@ def reviewer_list(
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
         return
     table = Table(box=box.SIMPLE_HEAD)
-    for col in ("name", "role", "status"):
+    for col in ("name", "role", "status", "Label Studio e-mail"):
         table.add_column(col, no_wrap=True)
     for row in rows:
-        table.add_row(row["name"], row["role"], "active" if row["active"] else "inactive")
+        table.add_row(row["name"], row["role"], "active" if row["active"] else "inactive", row["email"])
     out.print(table)
 
 

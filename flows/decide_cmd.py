@@ -44,12 +44,17 @@ def decide(store: Store, episode_id: str, *, reviewer: str, decision: str, round
            note: str, first_wrong_step: int | None, recovered: bool, password_stdin: bool) -> state.Review:
     """Sign the reviewer in, then record the decision (InputError on anything wrong)."""
     decisions.check_decision(decision, reason, note, first_wrong_step, None, recovered)
+    round_id = round_id or round_of(store, episode_id)
+    # the episode and its steps are checked before the sign-in: a refused decision writes nothing
+    # (a sign-in records itself), and nobody types a password for a command that cannot succeed
+    decisions.check_decision(decision, reason, note, first_wrong_step,
+                             decisions.episode_steps(store, round_id, episode_id), recovered)
     password = read_password(from_stdin=password_stdin, confirm=False)
     user = accounts.authenticate(store, reviewer, password)
     if user is None:
         raise InputError(f"wrong name or password for reviewer {reviewer!r}")
     return decisions.record_decision(
-        store, reviewer=user.name, round_id=round_id or round_of(store, episode_id), episode_id=episode_id,
+        store, reviewer=user.name, round_id=round_id, episode_id=episode_id,
         decision=decision, reason_code=reason, reason_text=note, first_wrong_step=first_wrong_step, recovered=recovered,
     )
 

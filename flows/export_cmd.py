@@ -51,7 +51,8 @@ def export(
     if pairs is not None and pairs not in LEVELS:
         raise InputError(f"unknown --pairs {pairs!r} (one of {', '.join(LEVELS)})")
     if store.holds(out_dir):  # an export among the shards would be taken for the warehouse's own files
-        raise InputError(f"--out {one_line(str(out_dir))} is inside the data directory {store.location}: write exports elsewhere")
+        raise InputError(f"--out {one_line(str(out_dir))} is inside the data directory {store.location}: "
+                         "write exports elsewhere")
     with store.session() as s:
         known = [r.id for r in state.list_rounds(session=s)]
     rounds = round_ids or known
@@ -82,10 +83,11 @@ def export(
                 on_episode=bar.advance,
             )
     except OSError as exc:  # a full disk, a file size limit, a folder gone midway: the export is not finished
-        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporaries a failed close left
-            tmp.unlink(missing_ok=True)
-        raise StorageError(f"cannot write the export into {one_line(str(out_dir))}: {exc.strerror or exc} (no manifest was "
-                           "written for it)") from None
+        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporary files a failed close left
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write the export into {one_line(str(out_dir))}: {exc.strerror or exc} "
+                           "(no manifest was written for it)") from None
     publish_export(manifest, str(out_dir))
     return result, manifest
 

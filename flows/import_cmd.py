@@ -6,13 +6,18 @@ the shards (tasks, episodes, steps, outcomes) are written under the next round i
 recorded *together with* the complete Round row in one transaction; then the curation
 cascade marks the round (its own keyed unit). Killed before the transaction: the files are
 orphans the rerun removes; killed after: the rerun finds the round by the file's digest and
-only curates what is not curated yet. Episode ids come from content, so an episode already
-in the warehouse (another file, another round) is never imported twice.
+only curates what is not curated yet. Episode ids come from content (and the source), so an episode
+already in the warehouse (another file of the source, another round) is never imported twice.
+
+Memory stays flat in the file's size: JSON Lines are read twice a line at a time (the first pass
+checks every record and keeps ids, task ids, tool names and inferred schemas; the second writes the
+episodes :data:`BATCH_EPISODES` at a time, a shard per table each).
 """
 
 from __future__ import annotations
 
-import hashlib
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +32,12 @@ from generators.importers.openai_chat import (
     record_schemas,
     task_from_record,
 )
-from generators.importers.tool_schemas import BadToolSchemas, inferred_schemas, normalised_schemas
+from generators.importers.tool_schemas import BadToolSchemas, SchemaInference, normalised_schemas
 from generators.phone.tools import TOOLS
 from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
 from warehouse.errors import InputError, one_line
-from warehouse.jsonfile import read_input, read_records
+from warehouse.jsonfile import file_sha256, read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile
 from warehouse.store import Store
@@ -55,12 +60,47 @@ class ImportSummary:
 
 @dataclass
 class PreparedImport:
+    """A read and checked import (pass one over the file): what every record is, and what the second pass
+    (:func:`commit_import`) needs to write the episodes a batch at a time without holding the file."""
+
     path: Path
     fmt: str
     sha256: str
-    episodes: dict[str, EpisodeRecord]
-    tasks: dict[str, TaskSpec]
     summary: ImportSummary
+    source: str = ""
+    scorer: str | None = None
+    batch_id: str = ""
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    given: dict[str, dict] = field(default_factory=dict)  # --tools schemas
+    inferred: dict[str, dict] = field(default_factory=dict)
+    called: dict[str, list[str]] = field(default_factory=dict)  # task id -> every tool its conversations called
+    task_of: dict[str, str] = field(default_factory=dict)  # episode id -> task id, for every usable record
+
+    def records(self) -> Iterator[tuple[dict, EpisodeRecord]]:
+        """(record, its episode) for every usable record, in file order, read again from the file."""
+        for rec in READERS[self.fmt](self.path, self.scorer):
+            if not rec.problem:
+                ep, _ = _episode(rec, self.batch_id, self.created_at, self.source)
+                if ep is not None:
+                    yield rec.value, ep
+
+    def task(self, value: dict, ep: EpisodeRecord) -> TaskSpec:
+        """The task of a record (its first record in the file gives it)."""
+        return task_from_record(value, ep, self.given, self.inferred, self.called[ep.episode.task_id])
+
+    @property
+    def episodes(self) -> dict[str, EpisodeRecord]:
+        """Every episode of the file by id (all in memory: for small files and tests)."""
+        return {ep.episode.episode_id: ep for _, ep in self.records()}
+
+    @property
+    def tasks(self) -> dict[str, TaskSpec]:
+        """Every task of the file by id (all in memory: for small files and tests)."""
+        out: dict[str, TaskSpec] = {}
+        for value, ep in self.records():
+            if ep.episode.task_id not in out:
+                out[ep.episode.task_id] = self.task(value, ep)
+        return out
 
 
 def read_tool_schemas(path: Path) -> dict[str, dict]:
@@ -77,63 +117,76 @@ def read_tool_schemas(path: Path) -> dict[str, dict]:
         raise InputError(str(exc)) from None
 
 
-def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None) -> PreparedImport:
+SOURCE_NAME = re.compile(r"^[\w.-]{1,64}$")
+
+
+def source_name(path: Path, source: str | None) -> str:
+    """The source an import's task ids are scoped by: ``source``, else the file's name without its suffix."""
+    if source is None:
+        return re.sub(r"[^\w.-]", "_", path.name.split(".")[0] or path.name)[:64] or "import"
+    if not SOURCE_NAME.match(source):
+        raise InputError(f"--source {source!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
+    return source
+
+
+def _episode(rec, batch_id: str, now: datetime, source: str) -> tuple[EpisodeRecord | None, str]:
+    """The record's episode, or why it is skipped."""
+    try:
+        ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now, source=source)
+        record_schemas(rec.value)  # a record's own tools that are no schemas skip it, not the import
+    except (MalformedRecord, BadToolSchemas) as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "nested too deeply"
+    except BAD_SHAPE as exc:  # an odd value the checks did not name
+        return None, f"unexpected shape ({type(exc).__name__}: {exc})"
+    return ep, ""
+
+
+def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None,
+                   source: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
 
     Tool schemas: a record's own ``tools``, else those of ``tools_path``; a called tool that neither
     describes gets a schema inferred from the arguments of every call to it in the file.
     ``scorer`` picks the score the reward comes from: an Inspect log's scorer, an OpenTelemetry trace's
-    evaluation (``gen_ai.evaluation.name``); default the first."""
+    evaluation (``gen_ai.evaluation.name``); default the first. ``source`` scopes the task ids (default: the
+    file's name without its suffix)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    sha = hashlib.sha256(read_input(path)).hexdigest()  # missing, a directory, unreadable: said here, first
-    given = read_tool_schemas(tools_path) if tools_path is not None else {}
-    records = READERS[fmt](path, scorer)
-    summary = ImportSummary()
-    batch_id = f"import-{sha[:12]}"
-    now = datetime.now(UTC)
-    parsed: dict[str, EpisodeRecord] = {}
-    sources: list[tuple[dict, EpisodeRecord]] = []
-    for rec in records:
+    sha = file_sha256(path)  # missing, a directory, unreadable: said here, first
+    prepared = PreparedImport(path, fmt, sha, ImportSummary(), source_name(path, source), scorer, f"import-{sha[:12]}")
+    prepared.given = given = read_tool_schemas(tools_path) if tools_path is not None else {}
+    summary, inference = prepared.summary, SchemaInference()
+    for rec in READERS[fmt](path, scorer):  # one record at a time: what the second pass needs, not the records
         if rec.problem:
             summary.skipped.append((one_line(rec.where), one_line(rec.problem)))
             continue
-        try:
-            ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now)
-        except MalformedRecord as exc:
-            summary.skipped.append((one_line(rec.where), one_line(str(exc))))
+        ep, why = _episode(rec, prepared.batch_id, prepared.created_at, prepared.source)
+        if ep is None:
+            summary.skipped.append((one_line(rec.where), one_line(why)))
             continue
-        except BAD_SHAPE as exc:  # an odd value the checks did not name
-            summary.skipped.append((one_line(rec.where), one_line(f"unexpected shape ({type(exc).__name__}: {exc})")))
-            continue
-        if ep.episode.episode_id in parsed:
+        eid, task_id = ep.episode.episode_id, ep.episode.task_id
+        if eid in prepared.task_of:
             summary.already += 1
-        parsed[ep.episode.episode_id] = ep
-        sources.append((rec.value, ep))
-    if not parsed:
+        prepared.task_of[eid] = task_id
+        summary.records += 1
+        called = called_tools(ep)
+        prepared.called[task_id] = list(dict.fromkeys(prepared.called.get(task_id, []) + called))
+        if record_schemas(rec.value) is None:  # one schema per undescribed tool, from every call to it in the file
+            summary.without_schemas += 1
+            for s in ep.steps:
+                if s.action.kind == "tool_call" and s.action.tool not in given and s.action.tool not in TOOLS:
+                    inference.add(s.action.tool, s.action.arguments)
+    if not prepared.task_of:
         if not summary.skipped:
             raise InputError(f"{path}: nothing to import (no records)")
         where, why = summary.skipped[0]
         raise InputError(f"{path}: nothing to import; {len(summary.skipped)} malformed record(s), first at "
                          f"{where}: {why}")
-    # one schema per undescribed tool, from every call to it in the file
-    own = [record_schemas(value) for value, _ in sources]
-    names = {n for i, (_, ep) in enumerate(sources) if own[i] is None for n in called_tools(ep)
-             if n not in given and n not in TOOLS}
-    inferred = inferred_schemas((s.action.tool, s.action.arguments) for i, (_, ep) in enumerate(sources)
-                                if own[i] is None for s in ep.steps
-                                if s.action.kind == "tool_call" and s.action.tool in names)
-    summary.records = len(sources)
-    summary.without_schemas = sum(1 for o in own if o is None)
-    summary.inferred_tools = sorted(inferred)
-    called: dict[str, list[str]] = {}  # task id -> every tool any of its conversations called
-    for _, ep in sources:
-        called[ep.episode.task_id] = list(dict.fromkeys(called.get(ep.episode.task_id, []) + called_tools(ep)))
-    tasks: dict[str, TaskSpec] = {}
-    for value, ep in sources:
-        if ep.episode.task_id not in tasks:
-            tasks[ep.episode.task_id] = task_from_record(value, ep, given, inferred, called[ep.episode.task_id])
-    return PreparedImport(path, fmt, sha, parsed, tasks, summary)
+    prepared.inferred = inference.schemas()
+    summary.inferred_tools = sorted(prepared.inferred)
+    return prepared
 
 
 def import_round(store: Store, sha256: str) -> state.Round | None:
@@ -142,31 +195,58 @@ def import_round(store: Store, sha256: str) -> state.Round | None:
         return next((r for r in state.list_rounds(session=s) if r.plan.get("import", {}).get("sha256") == sha256), None)
 
 
-def commit_import(store: Store, prepared: PreparedImport) -> state.Round | None:
-    """Write the new episodes and their tasks as the next round, recorded in one transaction with
-    its Round row. None when every episode is already in the warehouse. Call under the writer lock."""
-    summary = prepared.summary
+BATCH_EPISODES = 500  # episodes written per shard of each table: memory stays flat in the file's size
+
+
+def commit_import(store: Store, prepared: PreparedImport, batch: int | None = None) -> state.Round | None:
+    """Write the new episodes and their tasks as the next round (a shard per table for every ``batch``
+    episodes, read again from the file), recorded in one transaction with its Round row. None when every
+    episode is already in the warehouse. Call under the writer lock."""
+    summary, batch = prepared.summary, batch or BATCH_EPISODES
     have = {r[0] for r in store.duck().execute("SELECT episode_id FROM episodes").fetchall()}
-    new = [ep for eid, ep in prepared.episodes.items() if eid not in have]
-    summary.already += len(prepared.episodes) - len(new)
-    if not new:
+    new_ids = {eid for eid in prepared.task_of if eid not in have}
+    summary.already += len(prepared.task_of) - len(new_ids)
+    if not new_ids:
         return None
     with store.session() as s:
         rid = state.next_round_id(session=s)
-    new = [EpisodeRecord(episode=r.episode.model_copy(update={"round_id": rid}), steps=r.steps, outcome=r.outcome)
-           for r in new]
-    tasks = [prepared.tasks[t] for t in dict.fromkeys(r.episode.task_id for r in new)]
-    key = f"import-{prepared.sha256[:16]}"
-    tables = {"tasks": tasks, "episodes": [r.episode for r in new], "steps": [s for r in new for s in r.steps],
-              "outcomes": [r.outcome for r in new]}
-    shards = [store.write_shard(ShardFile(t, rid, key), recs) for t, recs in tables.items()]
+    want_tasks = {prepared.task_of[eid] for eid in new_ids}
+    shards: list[state.Shard] = []
+    tables: dict[str, list] = {t: [] for t in ("tasks", "episodes", "steps", "outcomes")}
+    written: set[str] = set()
+    parts = 0
+
+    def flush() -> None:
+        nonlocal parts
+        key = f"import-{prepared.sha256[:16]}" + (f"-{parts}" if parts else "")
+        shards.extend(store.write_shard(ShardFile(t, rid, key), recs) for t, recs in tables.items() if recs)
+        parts += 1
+        for recs in tables.values():
+            recs.clear()
+
+    for value, rec in prepared.records():
+        task_id = rec.episode.task_id
+        if task_id in want_tasks and task_id not in written:
+            tables["tasks"].append(prepared.task(value, rec))
+            written.add(task_id)
+        eid = rec.episode.episode_id
+        if eid not in new_ids:
+            continue
+        new_ids.discard(eid)  # twice in the file: once
+        tables["episodes"].append(rec.episode.model_copy(update={"round_id": rid}))
+        tables["steps"].extend(rec.steps)
+        tables["outcomes"].append(rec.outcome)
+        summary.imported += 1
+        if len(tables["episodes"]) >= batch:
+            flush()
+    if any(tables.values()):
+        flush()
     killpoints.reached("import.written")
-    plan = {"import": {"file": str(prepared.path), "sha256": prepared.sha256, "format": prepared.fmt,
-                       "episodes": len(new), "skipped": len(summary.skipped)},
+    plan = {"import": {"file": str(prepared.path), "source": prepared.source, "sha256": prepared.sha256,
+                       "format": prepared.fmt, "episodes": summary.imported, "skipped": len(summary.skipped)},
             "policy": {"name": "external", "model": ""}}
     with store.session() as s:
-        rnd = state.open_round(session=s, requested_episodes=len(new), seed=0, plan=plan, shards=shards)
-    summary.imported = len(new)
+        rnd = state.open_round(session=s, requested_episodes=summary.imported, seed=0, plan=plan, shards=shards)
     return rnd
 
 
@@ -178,7 +258,7 @@ def import_prepared(store: Store, prepared: PreparedImport, settings: Settings |
         rnd = import_round(store, prepared.sha256)
         if rnd is not None:
             summary.file_already_imported = True
-            summary.already = len(prepared.episodes)
+            summary.already = len(prepared.task_of)
         else:
             rnd = commit_import(store, prepared)
             killpoints.reached("import.recorded")

@@ -9,16 +9,34 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_document, read_records
+from warehouse.jsonfile import read_document, read_records, stream_records
 
 
 ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
+MEMBER_LIMIT = 256 * 2**20  # an .eval member that decompresses to more is refused (a zip bomb, not a log)
+
+
+class MemberTooLarge(Exception):
+    """A zip member decompresses to more than :data:`MEMBER_LIMIT`."""
+
+
+def read_member(zf: zipfile.ZipFile, name: str, limit: int | None = None) -> bytes:
+    """A member's bytes, read no further than ``limit`` (default :data:`MEMBER_LIMIT`): the size a zip
+    declares may lie, so the bytes are counted as they come."""
+    limit = MEMBER_LIMIT if limit is None else limit
+    if zf.getinfo(name).file_size > limit:
+        raise MemberTooLarge(name)
+    with zf.open(name) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise MemberTooLarge(name)
+    return data
 
 
 def _starts_as_zip(path: Path) -> bool:
@@ -36,17 +54,24 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
         try:
             with zipfile.ZipFile(path) as zf:
                 names = zf.namelist()
-                header = json.loads(zf.read("header.json")) if "header.json" in names else {}
+                header = json.loads(read_member(zf, "header.json")) if "header.json" in names else {}
                 samples: list[tuple[str, Any]] = []
                 for name in sorted(n for n in names if n.startswith("samples/") and n.endswith(".json")):
                     try:
-                        samples.append((name, json.loads(zf.read(name))))
+                        samples.append((name, json.loads(read_member(zf, name))))
                     except ValueError as exc:
                         samples.append((name, ValueError(f"not JSON: {exc}")))
+                    except RecursionError:
+                        samples.append((name, ValueError("nested too deeply to read")))
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # the archive's structure, or a member's data
             why = "its end, the zip's directory, is missing" if str(exc) == "File is not a zip file" else exc
             raise InputError(f"{path}: a damaged or truncated zip archive, not a readable Inspect .eval log "
                              f"({why})") from None
+        except RecursionError:
+            raise InputError(f"{path}: header.json is nested too deeply to read") from None
+        except MemberTooLarge as exc:
+            raise InputError(f"{path}: member {exc} decompresses to more than {MEMBER_LIMIT // 2**20} MB; refused "
+                             "(an Inspect sample is far smaller: a damaged or hostile archive)") from None
         except (OSError, ValueError, NotImplementedError, RuntimeError) as exc:  # header.json not JSON, encrypted, ...
             raise InputError(f"{path}: not a readable Inspect .eval log ({exc})") from None
         if not samples:
@@ -58,11 +83,12 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
     return inspect_log.records(log, [(f"sample {i + 1}", s) for i, s in enumerate(log["samples"])], scorer=scorer)
 
 
-# format -> reader (path, scorer) -> records
-READERS: dict[str, Callable[[Path, str | None], list[Any]]] = {
-    "openai-chat": lambda path, scorer: read_records(path),
+# format -> reader (path, scorer) -> records; openai-chat and adp stream JSON Lines a line at a time (the others
+# are one document, or group a whole file's spans)
+READERS: dict[str, Callable[[Path, str | None], Iterable[Any]]] = {
+    "openai-chat": lambda path, scorer: stream_records(path),
     "inspect": read_inspect,
     "tau2": lambda path, scorer: tau2.records(read_document(path), str(path)),
     "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
-    "adp": lambda path, scorer: adp.records(read_records(path)),
+    "adp": lambda path, scorer: adp.records(stream_records(path)),
 }

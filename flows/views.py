@@ -101,6 +101,7 @@ def status_rows(
                 "tasks_tried": sum(b.tasks_tried for b in kept),
                 "curated": rid in curated,
                 "import": bool(plan.get("import")),
+                "import_source": plan["import"].get("source") if isinstance(plan.get("import"), dict) else None,
                 "duplicates": dups.get(rid, 0),
                 "approved": votes.count("approve"),
                 "rejected": votes.count("reject"),
@@ -181,7 +182,8 @@ def print_status(console: Console, rows: list[dict[str, Any]], settings: Setting
         rate = f"{r['success_rate']:.0%}" if r["success_rate"] is not None else "-"
         table.add_row(
             r["round"],
-            r["status"] + (" (import)" if r.get("import") and r["status"] != "imported" else ""),
+            r["status"] + (f" (import{': ' + r['import_source'] if r.get('import_source') else ''})"
+                           if r.get("import") and r["status"] != "imported" else ""),
             f"{r['episodes']}/{r['requested']}",
             split_cell(r.get("splits", {})),
             rate,

@@ -13,6 +13,7 @@ import streamlit as st
 
 from review_app import accounts, queue
 from review_app.data import Overlap
+from review_app.plain_text import md
 from review_app.views import Ctx, adjudication_view, dashboard_view, episode_view, queue_view, release_view, signin
 from warehouse.errors import FlywheelError
 from warehouse.settings import Settings, load_settings
@@ -66,7 +67,7 @@ def main() -> None:
     st.session_state["user"] = user
     ctx = Ctx(store, user, Overlap.from_settings(settings))
     sb = st.sidebar
-    sb.markdown(f"Signed in as **{user.name}** ({user.role})")
+    sb.markdown(f"Signed in as **{md(user.name)}** ({user.role})")
     if sb.button("Sign out", key="signout"):
         st.session_state.clear()
         st.rerun()

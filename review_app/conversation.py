@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.contract import Episode, Step, is_subagent
+from warehouse.contract import MISSING_RESULT, Episode, Step, is_subagent
 
 
 @dataclass
@@ -25,6 +25,7 @@ class ToolCall:
     label: str = "ok"
     minefields: list[str] = field(default_factory=list)
     actor: str = "planner"  # ``subagent:<name>``: a step of a sub-agent the agent delegated to, not the agent's
+    missing: bool = False  # an imported call whose result was never recorded (none is made up)
 
     @property
     def bad(self) -> bool:
@@ -110,7 +111,7 @@ def conversation_turns(instruction: str, steps: list[Step]) -> list[Turn]:
             turn.calls.append(ToolCall(
                 step.index, act.tool or act.kind, act.arguments if act.kind != "invalid" else (act.raw or act.arguments),
                 step.feedback.ok, step.feedback.result, _error_text(step), step.verification.label,
-                list(step.verification.minefields), step.actor,
+                list(step.verification.minefields), step.actor, MISSING_RESULT in step.feedback.notices,
             ))
             continue
         if act.kind == "ask_user":

@@ -47,11 +47,12 @@ def review_connection(store: Store, round_ids: list[str] | None, overlap: Overla
     with store.session() as s:
         rstmt = select(
             state.Review.episode_id, state.Review.round_id, state.Review.reviewer, state.Review.decision,
-            state.Review.first_wrong_step, state.Review.recovered,
+            state.Review.first_wrong_step, state.Review.recovered, state.Review.decided_at,
         ).order_by(state.Review.id)
         astmt = select(
             rt.Adjudication.episode_id, rt.Adjudication.round_id, rt.Adjudication.decision,
             rt.Adjudication.reason, rt.Adjudication.first_wrong_step, rt.Adjudication.recovered,
+            rt.Adjudication.decided_at,
         ).order_by(rt.Adjudication.id)
         if round_ids:
             rstmt = rstmt.where(state.Review.round_id.in_(round_ids))

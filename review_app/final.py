@@ -4,8 +4,11 @@
 An episode's latest decision per reviewer is resolved under the overlap rules
 (review_app.agreement.resolve): an episode in the overlap share needs that many
 agreeing reviewers, disagreement is ``disputed`` until a lead adjudicates, and a lead's
-adjudication is the final word. Only a ``decided`` or ``adjudicated`` episode has a
-decision; a partial or disputed one counts as not reviewed yet.
+adjudication settles the decisions it saw. A rejection always wins: a rejection recorded after
+the lead's latest adjudication (unless that adjudication rejects) reopens the episode, and the
+reviewers' latest decisions resolve it again (all rejecting: rejected; disagreeing: disputed,
+back in the lead's queue), until a lead adjudicates again. Only a ``decided`` or
+``adjudicated`` episode has a decision; a partial or disputed one counts as not reviewed yet.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlmodel import select
 
@@ -56,13 +59,19 @@ def resolve_all(
     votes: dict[str, dict[str, str]] = defaultdict(dict)
     wrong: dict[str, dict[str, tuple[int | None, bool]]] = defaultdict(dict)
     rounds: dict[str, str] = {}
+    rejected_at: dict[str, dict[str, datetime]] = defaultdict(dict)  # when each reviewer's standing rejection was made
     for r in reviews:
         rounds[r.episode_id] = r.round_id
         if r.decision == WITHDRAWN:  # the reviewer took their decision back (deleted in Label Studio)
             votes[r.episode_id].pop(r.reviewer, None)
             wrong[r.episode_id].pop(r.reviewer, None)
+            rejected_at[r.episode_id].pop(r.reviewer, None)
             continue
         votes[r.episode_id][r.reviewer] = r.decision  # a reviewer's latest wins
+        if r.decision == "reject":
+            rejected_at[r.episode_id][r.reviewer] = r.decided_at
+        else:
+            rejected_at[r.episode_id].pop(r.reviewer, None)
         wrong[r.episode_id][r.reviewer] = (r.first_wrong_step, bool(r.recovered))
         rounds[r.episode_id] = r.round_id
     adjs: dict[str, rt.Adjudication] = {}
@@ -73,6 +82,9 @@ def resolve_all(
     for eid in {e for e, v in votes.items() if v} | set(adjs):
         required = overlap.reviewers if in_overlap(eid, overlap.share) else 1
         adj = adjs.get(eid)
+        if adj is not None and adj.decision != "reject" and any(
+                _after(at, adj.decided_at) for at in rejected_at.get(eid, {}).values()):
+            adj = None  # a rejection made after the lead's word reopens the episode
         res = resolve(votes.get(eid, {}), required, adj.decision if adj else None)
         marked = [
             (step, rec) for who, (step, rec) in wrong.get(eid, {}).items()
@@ -87,6 +99,13 @@ def resolve_all(
             adj.reason if adj else "", res.reviewers, recovered,
         )
     return out
+
+
+def _after(a: datetime, b: datetime) -> bool:
+    """``a`` later than ``b`` (a database may hand back either without its UTC zone)."""
+    a = a if a.tzinfo else a.replace(tzinfo=UTC)
+    b = b if b.tzinfo else b.replace(tzinfo=UTC)
+    return a > b
 
 
 def final_decisions(

@@ -40,23 +40,27 @@ def fresh_postgres_url() -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(autouse=True)
-def quick_scrypt(monkeypatch) -> None:
-    """Accounts made and checked in a test's own process hash with scrypt N=2**14 rather than the
-    real 2**17 (about a second a hash on a loaded machine, times every account of the suite);
-    tests of the real cost ask for :func:`real_scrypt`. Commands run as subprocesses use the real cost."""
+@pytest.fixture(scope="session", autouse=True)
+def quick_scrypt() -> Iterator[int]:
+    """Accounts made and checked in the tests' own process hash with scrypt N=2**14 rather than the
+    real 2**17 (about a second a hash on a loaded machine, times every account of the suite), from
+    before any fixture makes one; tests of the real cost ask for :func:`real_scrypt`. Commands run
+    as subprocesses use the real cost. Yields the real N."""
     from review_app import accounts
 
-    monkeypatch.setattr(accounts, "SCRYPT_N", 2**14)
+    real = accounts.SCRYPT_N
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(accounts, "SCRYPT_N", 2**14)
+        yield real
 
 
 @pytest.fixture
 def real_scrypt(quick_scrypt, monkeypatch) -> int:
-    """The scrypt cost new hashes get outside tests (undoes :func:`quick_scrypt`)."""
+    """The scrypt cost new hashes get outside tests, for this test (undoes :func:`quick_scrypt`)."""
     from review_app import accounts
 
-    monkeypatch.undo()
-    return accounts.SCRYPT_N
+    monkeypatch.setattr(accounts, "SCRYPT_N", quick_scrypt)
+    return quick_scrypt
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

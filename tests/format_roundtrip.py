@@ -49,7 +49,8 @@ def _result(step) -> Any:
 
 
 def facts(store: Store, key: str = "task_id") -> dict[Any, dict[str, Any]]:
-    """Per episode (keyed by its task id and rollout): the planner's steps (kind, tool, call id,
+    """Per episode (keyed by its task id, an import's as its source numbered it: without the ``SOURCE:`` scope, and
+    rollout): the planner's steps (kind, tool, call id,
     arguments, ok, result or error), reward, success and the steps labelled wrong (what curation
     masks). A sub-agent's own rows are left out: no export writes them as the planner's turns (the
     planner sees their work as the delegating call's result), so no round trip brings them back."""
@@ -62,7 +63,10 @@ def facts(store: Store, key: str = "task_id") -> dict[Any, dict[str, Any]]:
     out = {}
     for eid, ep in eps.items():
         st = sorted((s for s in steps.get(eid, []) if not is_subagent(s.actor)), key=lambda s: s.index)
-        out[(getattr(ep, key), ep.rollout)] = {
+        name = getattr(ep, key)
+        if key == "task_id" and ep.source == "external":
+            name = name.split(":", 1)[1]
+        out[(name, ep.rollout)] = {
             "steps": [(s.action.kind, s.action.tool, s.action.call_id, s.action.arguments, s.feedback.ok, _result(s))
                       for s in st],
             "reward": outcomes[eid].progress, "success": outcomes[eid].success,

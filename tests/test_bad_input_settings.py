@@ -16,7 +16,7 @@ from warehouse.settings import Settings, load_settings
 
 # every settings path a user can write (sections and their keys), plus misspellings
 KEYS = {
-    "": ["data_dir", "state_url", "local_dir", "review_port", "review_session_hours", "policy", "writer", "review_overlap",
+    "": ["data_dir", "state_url", "state_reconnect_s", "local_dir", "review_port", "review_session_hours", "policy", "writer", "review_overlap",
          "review_overlap_reviewers", "datadir"],
     "round": ["episodes", "rollouts", "shard_size", "seed", "families", "difficulty", "adaptive", "unreleased_share",
               "episode"],
@@ -32,7 +32,7 @@ ENV_NAMES = ["FLYWHEEL_DATA_DIR", "FLYWHEEL_STATE_URL", "FLYWHEEL_REVIEW_PORT", 
              "FLYWHEEL_OPENAI__CONCURRENCY", "FLYWHEEL_OPENAI__PRICES", "FLYWHEEL_CURATION__PII_KINDS",
              "FLYWHEEL_SCRIPTED__ERROR_RATES", "FLYWHEEL_LABEL_STUDIO__PAGE_SIZE", "FLYWHEEL_REVIEW_SESSION_HOURS",
              "FLYWHEEL_NOT_A_SETTING", "FLYWHEEL_ROUND__NOPE", "FLYWHEEL_CURATION", "FLYWHEEL_S3__ENDPOINT_URL",
-             "FLYWHEEL_S3__RETRIES", "FLYWHEEL_LOCAL_DIR"]
+             "FLYWHEEL_S3__RETRIES", "FLYWHEEL_LOCAL_DIR", "FLYWHEEL_STATE_RECONNECT_S"]
 
 
 def _toml_value(value) -> str:

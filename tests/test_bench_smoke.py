@@ -118,3 +118,20 @@ def test_bench_s3_quick_reads_a_bucket_three_ways_with_one_answer():
     rows = [line for line in proc.stdout.splitlines() if line.startswith(("DuckDB", "read cache"))]
     assert len(rows) == 3 and all(float(r.split()[-3]) > 0 for r in rows)
     assert "empty cache / straight from S3:" in proc.stdout
+
+
+def test_bench_review_load_quick_stores_every_decision_once_and_prints_p95(state_url):
+    db = ["--state-url", state_url] if state_url else []
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_review_load.py"), "--quick", "--seconds", "8",
+                           *db], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    stored = next(line for line in lines if line.startswith("stored: "))
+    import re
+
+    rows, distinct, twice = map(int, re.fullmatch(
+        r"stored: (\d+) decision rows for (\d+) distinct decisions; double clicks counted twice: (\d+)", stored).groups())
+    assert rows == distinct > 0 and twice == 0
+    summary = lines[-1]
+    assert summary.startswith("episode open p95 ") and "every decision stored once: yes" in summary
+    assert float(summary.split()[3]) > 0

@@ -52,7 +52,7 @@ def test_a_short_cut_is_ridden_through_by_the_stores_work(tmp_path, fresh_postgr
         proxy.cut(0.3)
     else:
         proxy.cut_at_packet(packet, 0.3)
-    store.commit_unit("r0001", "s00001", {"episodes": [_episode(1, )]})
+    store.commit_unit("r0001", "s00001", {"episodes": [_episode(1)]})
     assert proxy.cuts == 1, "the cut never happened"
     assert _recorded_keys(store) == {"s00000", "s00001"}
     assert store.duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 2

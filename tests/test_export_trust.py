@@ -140,7 +140,9 @@ def _turns(store, round_id) -> dict[str, list]:
 
 
 def _plain(msg: dict) -> str:
-    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in msg.get("tool_calls") or []]
+    """A message without its shape: arguments as objects (dpo) or JSON text (chat turns)."""
+    calls = [(c["function"]["name"], a if isinstance(a := c["function"]["arguments"], dict) else json.loads(a))
+             for c in msg.get("tool_calls") or []]
     return json.dumps([msg["role"], msg.get("content"), calls], sort_keys=True)
 
 
@@ -158,7 +160,7 @@ def test_step_pairs_share_the_prefix_and_differ_at_the_divergence(world, tmp_pat
         assert success[meta["chosen_id"]] and not success[meta["rejected_id"]]
         assert [_plain(m) for m in r["prompt"]] == [_plain(m) for m, _ in c[:at]] == [_plain(m) for m, _ in x[:at]]
         assert r["prompt"][-1]["role"] in ("user", "tool")  # the prefix ends where the agent acts next
-        assert r["chosen"] == [c[at][0]] and r["rejected"] == [x[at][0]]
+        assert [_plain(m) for m in r["chosen"]] == [_plain(c[at][0])] and [_plain(m) for m in r["rejected"]] == [_plain(x[at][0])]
         assert _plain(r["chosen"][0]) != _plain(r["rejected"][0])
         assert meta["divergence_step"] == c[at][1] and meta["level"] == "step"
     # people marked the chosen rollout wrong at the divergence: that turn is chosen no more;

@@ -56,12 +56,11 @@ def test_import_reads_adp_samples_and_names_the_malformed_lines(tmp_path):
                                ("line 4", "content 1: unknown class_ 'telepathy_action'")]
     got = facts(store)
     ann = got[("contacts-ann", 0)]
+    # the agent's question and the user's answer are text turns, the closing answer too (no finish invented)
     assert [s[:4] for s in ann["steps"]] == [
-        ("tool_call", "contacts_search", "call_d1", {"query": "Ann"}),
-        ("ask_user", "ask_user", "", {"question": "Do you mean Ann Lee or Ann Park?"}),
-        ("tool_call", "contacts_get", "call_d2", {"contact_id": "c-1"}),
-        ("finish", "finish", "", {"status": "completed", "summary": "Ann Lee's number is 555-0101."})]
-    assert ann["steps"][1][5] == {"answer": "Ann Lee."} and ann["steps"][2][5] == {"phone": "555-0101"}
+        ("tool_call", "contacts_search", "call_d1", {"query": "Ann"}), ("message", "", "", {}), ("message", "", "", {}),
+        ("tool_call", "contacts_get", "call_d2", {"contact_id": "c-1"}), ("message", "", "", {})]
+    assert ann["steps"][3][5] == {"phone": "555-0101"}
     assert ann["reward"] == 1.0  # no details.reward: the sum of the per-step rewards
     bob = got[("adp:contacts-bob-1", 0)]  # ADP 1.0 without ids: the next observation is the action's result
     assert bob["steps"][0][:2] == ("tool_call", "messages_send") and bob["steps"][0][5] == "sent"
@@ -86,7 +85,9 @@ def test_export_then_import_keeps_steps_call_ids_results_rewards_and_masks(colle
         assert (after["reward"], after["success"]) == (pytest.approx(before["reward"]), before["success"])
     # the masked steps come back as steps curation masks again, and a second export writes the same masks
     again, _ = export_rows(store, tmp_path / "out2", "adp", approve(store), scrub=False)
-    back_masks = {(r["details"]["task_id"], r["details"]["rollout"]): r["details"]["masked_steps"] for r in again}
+    # (task ids come back scoped by the import's source: ``adp:<task id>``)
+    back_masks = {(r["details"]["task_id"].removeprefix("adp:"), r["details"]["rollout"]): r["details"]["masked_steps"]
+                  for r in again}
     for r in rows:
         assert back_masks[(r["details"]["task_id"], r["details"]["rollout"])] == r["details"]["masked_steps"]
     assert masked_by_export(store)
@@ -107,8 +108,8 @@ def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):
     store, summary = import_file(tmp_path / "d", DATA / "adp" / "invalid_reply.jsonl", "adp")
     assert summary.imported == 2 and not summary.skipped
     other = facts(store)[("alarm-off-2", 0)]["steps"]  # another producer's notice: the environment's own words
-    assert [s[:2] for s in other] == [("invalid", ""), ("tool_call", "alarms_list"), ("ask_user", "ask_user"),
-                                      ("finish", "finish")]
+    assert [s[:2] for s in other] == [("invalid", ""), ("tool_call", "alarms_list"), ("message", ""), ("message", ""),
+                                      ("message", "")]
     assert other[0][5] == {"code": "INVALID_ACTION", "message": "Invalid action: no tool call found in the reply."}
     ep = facts(store)[("alarm-off", 0)]
     notice = {"code": "INVALID_ACTION", "message": "the reply was text where a tool call was required"}
@@ -118,7 +119,7 @@ def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):
     assert ep["wrong"] == [0]
     # exported again it is the same message action and notice, and a second import gives the same step
     rows, _ = export_rows(store, tmp_path / "out", "adp", approve(store), scrub=False)
-    [row] = [r for r in rows if r["details"]["task_id"] == "alarm-off"]
+    [row] = [r for r in rows if r["details"]["task_id"] == "invalid_reply:alarm-off"]
     Trajectory.model_validate(row)
     assert [(c["class_"], c.get("source")) for c in row["content"][1:3]] == [("message_action", None),
                                                                             ("text_observation", "environment")]
@@ -126,7 +127,7 @@ def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):
     src = tmp_path / "again.jsonl"
     src.write_text(json.dumps(row) + "\n")
     again, _ = import_file(tmp_path / "again", src, "adp")
-    assert facts(again)[("alarm-off", 0)]["steps"] == ep["steps"]
+    assert facts(again)[("invalid_reply:alarm-off", 0)]["steps"] == ep["steps"]  # its task id as exported
     # the chat exports write the same reply and notice as an assistant turn and a "[harness] ..." user turn
     chat = tmp_path / "chat.jsonl"
     chat.write_text(json.dumps({"messages": [
@@ -134,4 +135,4 @@ def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):
         {"role": "user", "content": "[harness] " + notice["message"]},
         {"role": "assistant", "content": "Done."}], "task": {"task_id": "chat-alarm"}}) + "\n")
     store, _ = import_file(tmp_path / "chat", chat, "openai-chat")
-    assert [s[0] for s in facts(store)[("chat-alarm", 0)]["steps"]] == ["invalid", "finish"]
+    assert [s[0] for s in facts(store)[("chat-alarm", 0)]["steps"]] == ["invalid", "message"]

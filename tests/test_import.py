@@ -51,21 +51,29 @@ def test_jsonl_import_skips_malformed_lines_and_is_idempotent(tmp_path):
     episodes = {e.instruction: e for e in iter_records(con, "episodes")}
     assert set(episodes) == {"Find Ann's number", "Find Bob's number"}
     ann = episodes["Find Ann's number"]
-    assert (ann.source, ann.round_id, ann.model, ann.family, ann.task_id) == ("external", "r0001", "gpt-x", "F01", "t-ann")
+    # the task id is scoped by the source (the file's name)
+    assert (ann.source, ann.round_id, ann.model, ann.family, ann.task_id) == ("external", "r0001", "gpt-x", "F01", "convs:t-ann")
     steps = sorted((s for s in iter_records(con, "steps") if s.episode_id == ann.episode_id), key=lambda s: s.index)
-    assert [s.action.kind for s in steps] == ["ask_user", "tool_call", "invalid", "finish"]
-    assert steps[0].feedback.result == {"answer": "Ann Lee"}
-    assert steps[1].feedback.ok and steps[1].feedback.result == [{"id": "c-1"}]
-    assert steps[2].action.raw == '{"contact_id": ' and steps[2].feedback.error.code == "INVALID_ARGUMENT"
+    # text turns are text turns (the agent's question, the user's answer, the closing answer)
+    assert [(s.actor, s.action.kind) for s in steps] == [("planner", "message"), ("user", "message"), ("planner", "tool_call"),
+                                                         ("planner", "invalid"), ("planner", "message")]
+    assert (steps[0].action.text, steps[1].action.text, steps[4].action.text) == ("Which one?", "Ann Lee", "Her number is 555.")
+    assert steps[2].feedback.ok and steps[2].feedback.result == [{"id": "c-1"}]  # our own envelope, whole
+    assert steps[3].action.raw == '{"contact_id": ' and steps[3].feedback.error.code == "INVALID_ARGUMENT"
+    assert ann.messages[0] == {"role": "system", "content": "You run the phone."}  # kept as recorded
     outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
-    assert outcomes[ann.episode_id].success and outcomes[ann.episode_id].termination == "finished"
+    assert outcomes[ann.episode_id].success and outcomes[ann.episode_id].termination == "external"
+    assert outcomes[ann.episode_id].final_answer == "Her number is 555."
     assert not outcomes[episodes["Find Bob's number"].episode_id].success
 
     again = flywheel("import", str(src), env=env, cwd=tmp_path)
     assert again.returncode == 0 and "already imported as round r0001; nothing changed" in again.stdout
     assert Store(tmp_path / "flywheel-data").duck().execute("SELECT count(*) FROM episodes").fetchone()[0] == 2
     status = json.loads(flywheel("status", "--json", env=env, cwd=tmp_path).stdout)["rounds"]
-    assert [(r["round"], r["status"], r["episodes"], r["import"]) for r in status] == [("r0001", "complete", 2, True)]
+    assert [(r["round"], r["status"], r["episodes"], r["import"], r["import_source"]) for r in status] == [
+        ("r0001", "complete", 2, True, "convs")]
+    table = flywheel("status", env=env, cwd=tmp_path).stdout
+    assert "complete (import: convs)" in table, table
 
 
 def test_json_list_import(tmp_path):
@@ -124,7 +132,8 @@ def test_tool_errors_are_error_steps_no_reward_is_unknown_and_an_open_ending_is_
     assert rec.outcome.success is None and rec.outcome.termination == "external"
     closed = episode_from_record({**_airline_like([{"role": "assistant", "content": "It is cancelled."}]), "reward": 0.0},
                                  batch_id="b", created_at=datetime(2026, 3, 1, tzinfo=UTC))
-    assert closed.outcome.success is False and closed.outcome.termination == "finished"
+    assert closed.outcome.success is False and closed.outcome.termination == "external"
+    assert closed.outcome.final_answer == "It is cancelled." and closed.steps[-1].action.kind == "message"
 
 
 def test_an_imported_record_without_reward_is_curated_as_unknown(tmp_path):

@@ -35,8 +35,8 @@ def test_two_approved_airline_conversations_without_tool_lists_are_exported(tmp_
     store = Store(tmp_path / "flywheel-data")
     con = store.duck()
     tasks = {t.task_id: t for t in iter_records(con, "tasks")}
-    schema = {t["function"]["name"]: t["function"] for t in tasks["airline-0"].tool_schemas}
-    assert tasks["airline-0"].tool_schemas_inferred and "get_user_details" in tasks["airline-0"].tool_schemas_inferred
+    schema = {t["function"]["name"]: t["function"] for t in tasks["airline:airline-0"].tool_schemas}
+    assert tasks["airline:airline-0"].tool_schemas_inferred and "get_user_details" in tasks["airline:airline-0"].tool_schemas_inferred
     assert schema["get_user_details"]["parameters"] == {
         "type": "object", "properties": {"user_id": {"type": "string"}}, "required": ["user_id"]}
     baggage = next(t for t in tasks.values() if "update_reservation_baggages" in (t.tool_schemas_inferred or []))
@@ -48,11 +48,7 @@ def test_two_approved_airline_conversations_without_tool_lists_are_exported(tmp_
     eps = {e.episode_id: e for e in iter_records(con, "episodes")}
     outcomes = {o.episode_id: o for o in iter_records(con, "outcomes")}
     handed = next(e for e, o in outcomes.items() if o.termination == "external")
-    steps = {}
-    for s in iter_records(con, "steps"):
-        steps.setdefault(s.episode_id, []).append(s)
-    bye = next(e for e, ss in steps.items() if any("user_after" in (s.feedback.result or {}) for s in ss
-                                                    if isinstance(s.feedback.result, dict)))
+    bye = next(e for e, ep in eps.items() if ep.messages[-1]["role"] == "user")
     add_reviewer(store, "ann", "reviewer", "correct horse")
     for eid in (handed, bye):
         decisions.record_decision(store, reviewer="ann", round_id=eps[eid].round_id, episode_id=eid, decision="approve")

@@ -27,7 +27,7 @@ def test_eval_and_json_logs_import_the_same_samples(tmp_path):
     epoch1, epoch2 = got[(TASK, 1)], got[(TASK, 2)]
     assert [s[:3] for s in epoch1["steps"]] == [
         ("tool_call", "contacts_search", "call_a1"), ("tool_call", "contacts_get", "call_a2"),
-        ("tool_call", "contacts_get", "call_a3"), ("finish", "finish", "")]
+        ("tool_call", "contacts_get", "call_a3"), ("message", "", "")]  # the closing text as a text turn, no finish
     assert epoch1["steps"][0][3] == {"query": "Ann Lee"}
     # a tool message with an error is a failed step with Inspect's error type and message
     assert epoch1["steps"][1][4:] == (False, {"code": "unknown", "message": "no contact c-9"})
@@ -83,8 +83,9 @@ def test_import_then_export_keeps_steps_call_ids_results_and_reward(tmp_path):
     calls = [(c["function"], c["tool_call_id"], c["kwargs"]) for c in content if c["class_"] == "api_action"]
     assert calls[:3] == [("contacts_search", "call_a1", {"query": "Ann Lee"}), ("contacts_get", "call_a2", {"contact_id": "c-9"}),
                          ("contacts_get", "call_a3", {"contact_id": "c-1"})]
-    results = {c["tool_call_id"]: json.loads(c["content"]) for c in content if c["class_"] == "text_observation" and "tool_call_id" in c}
-    assert results["call_a2"]["error"]["message"] == "no contact c-9" and results["call_a3"]["data"] == {"phone": "555-0101"}
+    results = {c["tool_call_id"]: c["content"] for c in content if c["class_"] == "text_observation" and "tool_call_id" in c}
+    # as recorded: the failed call's message as the tool gave it, the result's JSON as it was
+    assert results["call_a2"] == "no contact c-9" and json.loads(results["call_a3"]) == {"phone": "555-0101"}
     assert (by_rollout[1]["details"]["reward"], by_rollout[2]["details"]["reward"]) == (1.0, 0.0)
 
 

@@ -27,7 +27,7 @@ def test_a_conversation_is_its_last_chat_span_plus_the_tool_spans(tmp_path):
         ("tool_call", "contacts_search", "call_o1", {"query": "Ann Lee"}),
         ("tool_call", "contacts_get", "call_o2", {"contact_id": "c-9"}),
         ("tool_call", "contacts_get", "call_o3", {"contact_id": "c-1"}),
-        ("finish", "finish", "", {"status": "completed", "summary": "Ann Lee's number is 555-0101."})]
+        ("message", "", "", {})]  # the closing text: a text turn, no finish invented
     assert ep["steps"][0][5] == [{"id": "c-1"}]
     # the execute_tool span's ERROR status makes the call a failure with its error.type and message
     assert ep["steps"][1][4:] == (False, {"code": "NotFoundError", "message": "no contact c-9"})
@@ -49,15 +49,16 @@ def test_spans_group_by_trace_without_a_conversation_id(tmp_path):
     src.write_text(json.dumps(lines[0]))  # a single export object, not JSON Lines
     prepared = prepare_import(src, "otel")
     [record] = prepared.episodes.values()
-    assert record.episode.task_id == "otel:4bf92f3577b34da6a3ce929d0e0e4736" and len(record.steps) == 4
+    assert record.episode.task_id == "one:otel:4bf92f3577b34da6a3ce929d0e0e4736" and len(record.steps) == 4
 
 
 def test_import_then_export_keeps_call_ids_and_results(tmp_path):
     store, _ = import_file(tmp_path / "d", TRACES, "otel")
     [row], _ = export_rows(store, tmp_path / "out", "adp", approve(store), scrub=False)
-    results = {c["tool_call_id"]: json.loads(c["content"]) for c in row["content"]
+    results = {c["tool_call_id"]: c["content"] for c in row["content"]
                if c["class_"] == "text_observation" and "tool_call_id" in c}
-    assert results["call_o2"]["error"]["code"] == "NotFoundError" and results["call_o3"]["data"] == {"phone": "555-0101"}
+    # as recorded: the failed call's message, the result's JSON as the span held it
+    assert results["call_o2"] == "no contact c-9" and json.loads(results["call_o3"]) == {"phone": "555-0101"}
 
 
 def test_not_otlp_is_one_clear_error(tmp_path):
@@ -84,15 +85,15 @@ def test_the_event_form_imports_its_messages_and_scores(tmp_path):
     # the details event (a log record) holds the messages the chat span lacks
     assert [s[:4] for s in bob["steps"]] == [
         ("tool_call", "messages_send", "call_e1", {"to": "Bob", "body": "I'm running late"}),
-        ("finish", "finish", "", {"status": "completed", "summary": "Sent: Bob knows you're running late."})]
+        ("message", "", "", {})]
     assert bob["steps"][0][5] == {"status": "sent"}
     assert [s[:3] for s in dnd["steps"]] == [("tool_call", "device_set_do_not_disturb", "call_e2"),
-                                             ("finish", "finish", "")]
+                                             ("message", "", "")]
     # scores: the first evaluation is the reward, every one is kept with its attributes
     assert (bob["reward"], bob["success"], dnd["reward"], dnd["success"]) == (1.0, True, 0.0, False)
     outcomes = {o.episode_id: o for o in iter_records(store.duck(), "outcomes")}
     by_task = {e.task_id: outcomes[e.episode_id] for e in iter_records(store.duck(), "episodes")}
-    checks = {r.id: (r.passed, json.loads(r.detail)) for r in by_task["otel:conv-bob"].requirement_results}
+    checks = {r.id: (r.passed, json.loads(r.detail)) for r in by_task["events:otel:conv-bob"].requirement_results}
     assert set(checks) == {"evaluation:task_success", "evaluation:politeness"}
     assert checks["evaluation:task_success"][1]["gen_ai.evaluation.explanation"] == "The message to Bob was sent."
     assert checks["evaluation:politeness"] == (False, {"event.name": "gen_ai.evaluation.result",
@@ -102,6 +103,6 @@ def test_the_event_form_imports_its_messages_and_scores(tmp_path):
                                                        "gen_ai.response.id": "chatcmpl-bob-2"})
     # --scorer picks another evaluation; one the conversation lacks is named, not guessed
     prepared = prepare_import(EVENTS, "otel", scorer="politeness")
-    assert {r.episode.task_id: r.outcome.progress for r in prepared.episodes.values()} == {"otel:conv-bob": 0.4}
+    assert {r.episode.task_id: r.outcome.progress for r in prepared.episodes.values()} == {"events:otel:conv-bob": 0.4}
     assert prepared.summary.skipped == [("trace 7c1f0bd29e3e4f0aa6b1c0a1d2e3f405",
                                          "no evaluation named 'politeness' (it has task_success)")]

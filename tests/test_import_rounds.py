@@ -32,6 +32,8 @@ SCHEMAS = [{"type": "function", "function": {"name": n, "description": f"our own
 def _write(tmp_path, name="convs.jsonl"):
     src = tmp_path / name
     recs = [_conv("Find Ann's number", reward=1.0, tools=SCHEMAS, task={"split": "dev"}), _conv("Find Bob's number", reward=0)]
+    for rec in recs:  # a call whose arguments parse (one that does not leaves its conversation out of every export)
+        rec["messages"][4]["tool_calls"][1]["function"]["arguments"] = '{"contact_id": "c-1"}'
     src.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return src
 
@@ -63,16 +65,16 @@ def test_import_is_a_curated_round_exported_with_its_own_tools(tmp_path):
 
     again = flywheel("import", str(src), env=env, cwd=tmp_path)
     assert again.returncode == 0 and "already imported as round r0001; nothing changed" in again.stdout
-    assert _counts(store) == (2, 2, 8, 2)
+    assert _counts(store) == (2, 2, 10, 2)
     status = flywheel("status", env=env, cwd=tmp_path)
-    assert "complete (import)" in status.stdout
+    assert "complete (import: convs)" in status.stdout
 
     out = tmp_path / "ex"
     export = flywheel("export", "--verified", "--round", "r0001", "--out", str(out), env=env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
     [row] = [json.loads(line) for line in (out / "openai-chat.dev.jsonl").read_text().splitlines()]
     assert row["metadata"]["round_id"] == "r0001" and row["messages"][1]["content"] == "Find Ann's number"
-    assert row["tools"][:2] == SCHEMAS and {t["function"]["name"] for t in row["tools"][2:]} == {"finish", "ask_user"}
+    assert row["tools"] == SCHEMAS  # its own tools: no finish or ask_user it never had
 
 
 def test_a_reviewer_approves_an_imported_episode_and_it_is_exported(tmp_path):
@@ -114,17 +116,17 @@ def test_a_kill_between_the_steps_of_an_import_then_a_rerun_gives_one_copy(tmp_p
 
     summary = import_prepared(store, prepare_import(src, "openai-chat"))
     assert summary.file_already_imported and summary.round_id == "r0001" and summary.marks > 0
-    assert _counts(store) == (2, 2, 8, 2)
+    assert _counts(store) == (2, 2, 10, 2)
     with store.session() as s:
         assert [r.id for r in state.list_rounds(session=s)] == ["r0001"]
     assert import_prepared(store, prepare_import(src, "openai-chat")).marks == 0  # nothing left to do
 
-    # the same conversations in another file: nothing new, no new round
+    # the same conversations in another file of the same source: nothing new, no new round
     other = tmp_path / "copy.json"
     other.write_text(json.dumps([json.loads(line) for line in src.read_text().splitlines()], indent=1))
-    summary = import_prepared(store, prepare_import(other, "openai-chat"))
+    summary = import_prepared(store, prepare_import(other, "openai-chat", source="convs"))
     assert (summary.imported, summary.already, summary.round_id) == (0, 2, None)
-    assert _counts(store) == (2, 2, 8, 2)
+    assert _counts(store) == (2, 2, 10, 2)
 
 
 def test_nothing_usable_is_one_line(tmp_path):

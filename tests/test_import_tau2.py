@@ -23,14 +23,18 @@ def test_simulations_become_episodes_with_their_trial_reward_and_breakdown(tmp_p
     assert summary.skipped == [("simulation 3 (task 8, trial 0)", "message 0 has no known role")]
     got = facts(store)
     won, lost = got[(TASK, 0)], got[(TASK, 1)]
+    # text turns stay text turns (the agent's and the user's answer), no question or finish invented
     assert [s[:3] for s in won["steps"]] == [
-        ("ask_user", "ask_user", ""), ("tool_call", "get_reservation_details", "call_t1"),
-        ("tool_call", "cancel_reservation", "call_t2"), ("ask_user", "ask_user", ""),
-        ("tool_call", "cancel_reservation", "call_t3"), ("finish", "finish", "")]
+        ("message", "", ""), ("tool_call", "get_reservation_details", "call_t1"),
+        ("tool_call", "cancel_reservation", "call_t2"), ("message", "", ""), ("message", "", ""),
+        ("tool_call", "cancel_reservation", "call_t3"), ("message", "", "")]
     assert won["steps"][2][4:] == (False, {"code": "TOOL_ERROR", "message": "Error: Reservation ABC12 not found"})
-    assert won["steps"][4][5] == {"reservation_id": "ABC123", "status": "cancelled"}
-    assert won["steps"][3][3] == {"question": "Your reservation ABC123 is eligible; shall I cancel it?"}
-    assert won["steps"][5][3]["summary"].startswith("Done: ABC123 is cancelled")  # the user's stop turn is not a question
+    assert won["steps"][5][5] == {"reservation_id": "ABC123", "status": "cancelled"}
+    steps = sorted((s for s in iter_records(store.duck(), "steps")), key=lambda s: (s.episode_id, s.index))
+    texts = [(s.actor, s.action.text) for s in steps if s.action.kind == "message"]
+    assert ("planner", "Your reservation ABC123 is eligible; shall I cancel it?") in texts
+    assert any(actor == "planner" and text.startswith("Done: ABC123 is cancelled") for actor, text in texts)
+    assert not any("###STOP###" in text for _, text in texts)  # the user's stop turn is dropped
     # the simulated user's own tool call is not the agent's; a multi-tool message answers both calls
     assert [s[2] for s in lost["steps"]] == ["", "call_t1", "call_t4", "call_t5"]
     assert lost["steps"][3][4:] == (False, {"code": "TOOL_ERROR", "message": "quota exceeded"})
@@ -49,7 +53,7 @@ def test_simulations_become_episodes_with_their_trial_reward_and_breakdown(tmp_p
     assert results["nl_assertion:0"] == (True, source["nl_assertions"][0])
     assert results["communicate_check:0"] == (True, source["communicate_checks"][0])
     assert len(results) == 8
-    assert outcomes[episodes[1]].termination == "budget_exhausted" and outcomes[episodes[0]].termination == "finished"
+    assert outcomes[episodes[1]].termination == "budget_exhausted" and outcomes[episodes[0]].termination == "external"
 
 
 def test_import_then_export_keeps_steps_call_ids_results_and_reward(tmp_path):
@@ -57,10 +61,9 @@ def test_import_then_export_keeps_steps_call_ids_results_and_reward(tmp_path):
     rows, _ = export_rows(store, tmp_path / "out", "adp", approve(store))
     row = next(r for r in rows if r["details"]["rollout"] == 0)
     calls = [c["tool_call_id"] for c in row["content"] if c["class_"] == "api_action"]
-    assert calls[1:3] == ["call_t1", "call_t2"] and calls[4] == "call_t3"
-    error = next(json.loads(c["content"]) for c in row["content"] if c.get("tool_call_id") == "call_t2" and c["class_"] == "text_observation")
-    assert error == {"ok": False, "error": {"code": "TOOL_ERROR", "message": "Error: Reservation ABC12 not found",
-                                            "retryable": False, "hint": ""}}
+    assert calls == ["call_t1", "call_t2", "call_t3"]
+    error = next(c["content"] for c in row["content"] if c.get("tool_call_id") == "call_t2" and c["class_"] == "text_observation")
+    assert error == "Error: Reservation ABC12 not found"  # as the tool said it
     assert row["details"]["reward"] == 1.0 and row["details"]["success"] is True
 
 

@@ -184,3 +184,26 @@ def test_sync_command_reports_and_never_prints_the_token(label_studio, store, tm
     again = flywheel("label-studio", "push", "--data-dir", str(store.data_dir), "--no-progress", "--json", env=env,
                      cwd=tmp_path)
     assert '"created": 0' in again.stdout
+
+
+def test_an_annotator_no_account_holds_is_refused_in_one_line_then_counts_once_linked(label_studio, store, tmp_path):
+    from review_app import accounts
+
+    ls = settings_for(label_studio)
+    client = connect(ls.url, ls.token.get_secret_value())
+    pushed = push(store, client, ls, round_ids=None)
+    task = next(client.tasks(pushed.project_id, annotations=False))
+    admin = as_user(label_studio, "admin@example.com")  # no account holds this address
+    admin.annotations.create(id=task.id, result=[choices(config.DECISION, "approve")])
+    env = cli_env(None, FLYWHEEL_LABEL_STUDIO__URL=label_studio.url,
+                  FLYWHEEL_LABEL_STUDIO__TOKEN=label_studio.admin_token, FLYWHEEL_LABEL_STUDIO__PROJECT=ls.project)
+    proc = flywheel("label-studio", "pull", "--data-dir", str(store.data_dir), "--no-progress", env=env, cwd=tmp_path)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert "'admin@example.com'" in lines[0] and "flywheel reviewer set NAME --email admin@example.com" in lines[0]
+    assert reviews(store) == []
+    with store.session() as s:
+        assert sorted(r.name for r in rt.list_reviewers(session=s)) == ["ann", "bob", "lea"]  # no look-alike made
+    accounts.change_account(store, "lea", email="admin@example.com")
+    assert pull(store, client, ls).new == 1
+    assert [(r.reviewer, r.decision) for r in reviews(store)] == [("lea", "approve")]

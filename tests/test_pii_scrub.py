@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from curation.export_run import FORMATS, run_export
 from curation.pii import Scrubber, luhn_ok
-from warehouse.schemas import TABLES
-
 from tests.curation_data import build_round
+from warehouse.schemas import TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "pii_sample.jsonl"

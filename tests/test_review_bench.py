@@ -17,4 +17,5 @@ def test_bench_review_quick_prints_both_timings():
     lines = proc.stdout.splitlines()
     assert any(line.startswith("queue ") and "ratio" not in line for line in lines), proc.stdout
     assert any(line.startswith("episode (60 steps)") for line in lines), proc.stdout
+    assert any(line.startswith("episode (200 kB text)") for line in lines), proc.stdout
     assert proc.stderr.strip() == ""

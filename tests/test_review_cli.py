@@ -247,6 +247,9 @@ def test_reviewer_email_links_a_label_studio_user_and_is_checked(tmp_path):
     with store.session() as s:
         emails = {r.name: r.email for r in rt.list_reviewers(session=s)}
     assert emails == {"ann": "ann@example.com", "lea": "lea@example.com"}
+    listed = flywheel("reviewer", "list", "--data-dir", str(data), env=cli_env(None), cwd=tmp_path)
+    assert [line.split() for line in listed.stdout.splitlines() if "ann" in line] == [
+        ["ann", "reviewer", "active", "ann@example.com"]]
     assert _set(tmp_path, data, "ann", "--email", "").returncode == 0  # removed
     with store.session() as s:
         assert rt.get_reviewer(session=s, name="ann").email is None

@@ -9,9 +9,8 @@ from curation.reward_table import reference_calls
 from curation.rewards import NoVerifier, RewardOptions, progress, reward, run
 from curation.verl_reward import compute_score
 from generators.phone.tools import tool_kind
-from warehouse.query import iter_records
-
 from tests.curation_data import build_round
+from warehouse.query import iter_records
 
 
 @pytest.fixture(scope="module")

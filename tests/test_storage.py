@@ -170,8 +170,9 @@ def test_orphans_are_invisible_and_removed(backend, state_url):
     # but whose intent it declared before writing it.
     (recorded,) = store.readable(store.recorded())["episodes"]
     with store.session() as s:
+        # s00003: killed before the put
         shard_intents.declare(session=s, paths=["shards/episodes/r0001/s00001.parquet",
-                                                "shards/episodes/r0001/s00003.parquet"])  # s00003: killed before the put
+                                                "shards/episodes/r0001/s00003.parquet"])
     backend.put("shards/episodes/r0001/s00001.parquet", Path(recorded).read_bytes())
     backend.put("shards/episodes/r0001/s00002.parquet.tmp-123", b"partial")
     # files nobody declared are not ours: an export someone wrote there, a look-alike of a temporary

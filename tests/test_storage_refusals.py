@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.fuzz import assert_one_clear_line, tree_digest
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from tests.test_bad_input_cli import run_cli
@@ -32,6 +32,13 @@ from warehouse import shard_intents
 from warehouse.errors import ConfigError
 from warehouse.settings import load_settings
 from warehouse.store import Store
+
+
+@pytest.fixture(autouse=True)
+def no_user_settings(monkeypatch):
+    """A user's FLYWHEEL_* variables never change what these tests see."""
+    for name in [k for k in os.environ if k.startswith("FLYWHEEL_")]:
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +131,7 @@ def test_export_past_a_file_size_limit_is_one_line_with_the_path(tmp_path, fresh
 
     env = cli_env(None)
     argv = _export(data, out, "--format", "sharegpt", "--state-url", fresh_postgres_url)
-    done = subprocess.run([*_flywheel_cmd(), *argv], env=env, cwd=tmp_path, capture_output=True, text=True,
+    done = subprocess.run([flywheel_executable(), *argv], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300, preexec_fn=capped)
     assert done.returncode == 1, done.stdout + done.stderr
     assert_one_clear_line(done.stderr)
@@ -135,12 +142,6 @@ def test_export_past_a_file_size_limit_is_one_line_with_the_path(tmp_path, fresh
                      env=env, cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr
     assert max(p.stat().st_size for p in (tmp_path / "whole").iterdir()) > limit
-
-
-def _flywheel_cmd() -> list[str]:
-    from tests.conftest import flywheel_executable
-
-    return [flywheel_executable()]
 
 
 # --- decide on a read-only data directory -------------------------------------------------
@@ -294,3 +295,32 @@ def test_a_killed_writer_leaves_only_what_the_next_run_removes(tmp_path, state_u
         assert state.recorded_keys(session=s, round_id="r0001", table_name="episodes") == {"s00000", "s00001"}
         assert shard_intents.pending(session=s) == set()
 
+
+
+@pytest.mark.slow
+def test_a_round_keeps_files_it_never_wrote_under_shards(tmp_path, prefect_server):
+    """The command as a user runs it: someone's export and a symlink out of the data directory sit
+    under ``shards/`` when a round starts; the round removes neither, nor anything they point at."""
+    import json
+
+    from tests.test_faults import _env
+
+    data = tmp_path / "flywheel-data"
+    theirs = data / "shards" / "episodes" / "r0001" / "their export.parquet"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(b"PAR1 not ours PAR1")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("s00000.parquet", "s00000.parquet.tmp-1"):
+        (outside / name).write_text("ünïcode\nnot ours")
+    (data / "shards" / "episodes" / "r0002").symlink_to(outside, target_is_directory=True)
+    link = theirs.with_name("s00009.parquet")
+    link.symlink_to(outside / "s00000.parquet")
+    done = flywheel("run", "--episodes", "4", "--seed", "1", "--no-progress", "--json", env=_env(prefect_server),
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["orphans_removed"] == 0
+    assert theirs.read_bytes() == b"PAR1 not ours PAR1"
+    assert link.is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["s00000.parquet", "s00000.parquet.tmp-1"]
+    assert Store(data).duck().execute("SELECT count(*) FROM episodes").fetchone()[0] >= 4

@@ -126,12 +126,16 @@ def test_a_reviewed_round_exports_what_people_approved_with_the_loss_where_they_
             continue
         if fmt == "rl":
             continue
-        trained = {e: m for e, m in marks.items() if e not in held_out}  # the challenge split is never written
+        # the challenge split is never written, nor an episode whose every agent turn gets no loss
+        untrainable = {e for e, (k, rec) in marks.items() if all(
+            (i == k if rec else i >= k) or i in turns[e][1] for m, i in turns[e][0] if m["role"] == "assistant")}
+        trained = {e: m for e, m in marks.items() if e not in held_out | untrainable}
+        assert manifest["excluded"].get("no_trainable_turn", 0) == len(untrainable - held_out)
         assert manifest["loss_mask"]["episodes"] == {
             "from_first_wrong_step": sum(not r for _, r in trained.values()),
             "first_wrong_step_only_recovered": sum(r for _, r in trained.values())}
         exported = {(r.get("metadata") or r).get("episode_id") or r.get("id"): r for r in rows}
-        assert set(exported) == approved - held_out  # exactly what people approved, held-out split aside
+        assert set(exported) == approved - held_out - untrainable  # what people approved, held-out split aside
         for eid, (k, recovered) in trained.items():
             chat, heuristic = turns[eid]
             indices = [i for m, i in chat if m["role"] == "assistant"]

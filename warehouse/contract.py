@@ -13,14 +13,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # 1.1: TaskSpec.tool_schemas; 1.2: scenario_id and session on tasks and episodes; 1.3: sub-agent steps as
-# their own rows (actor ``subagent:<name>``), Outcome.user_fallbacks
-SCHEMA_VERSION = "1.3"
-KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3")  # rows written by these still read back
+# their own rows (actor ``subagent:<name>``), Outcome.user_fallbacks; 1.4: Episode.messages (an imported
+# conversation as recorded) and ``message`` steps (a text turn of the agent or of the user)
+SCHEMA_VERSION = "1.4"
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")  # rows written by these still read back
 
 Split = Literal["train", "dev", "test", "challenge"]
 Actor = Literal["planner", "subagent", "user", "harness"]  # a sub-agent's own steps say which: ``subagent:gui``
 ACTOR_PATTERN = r"^(planner|user|harness|subagent(:[a-z][a-z0-9_]*)?)$"
-ActionKind = Literal["tool_call", "ask_user", "finish", "invalid"]
+# ``message``: a text turn of an imported conversation (the agent's, or the user's with actor ``user``)
+ActionKind = Literal["tool_call", "ask_user", "finish", "invalid", "message"]
+# The notice on a call of an imported conversation whose result was never recorded (none is invented)
+MISSING_RESULT = "missing_result"
 FinishStatus = Literal["completed", "needs_user", "infeasible", "partial"]
 StepLabel = Literal["ok", "redundant", "recoverable_error", "harmful", "invalid_call"]
 Decision = Literal["approve", "reject", "needs_fix"]
@@ -168,6 +172,9 @@ class Episode(_Record):
     env_version: str = "0"
     policy_version: str = "0"
     created_at: datetime
+    # An imported conversation as recorded (OpenAI chat messages: its own system prompt, text turns and tool
+    # results verbatim); exports write these, not our phone's action grammar. None for our own episodes.
+    messages: list[dict[str, Any]] | None = None
     schema_version: str = SCHEMA_VERSION
 
 
@@ -270,3 +277,64 @@ class EpisodeRecord(_Record):
     episode: Episode
     steps: list[Step]
     outcome: Outcome
+
+
+# --- an imported conversation's steps --------------------------------------------------------------------
+# Which steps an imported conversation's messages are: the one rule the importer builds steps by and the
+# exports read loss masks by. Each assistant message is one step per tool call (one ``message`` step when
+# it made none); each user message after the first (the instruction) is one ``message`` step of actor
+# ``user``, except the harness's notice after a reply that was no action (our own chat exports write one);
+# system and tool messages are no step (a tool message is its call's feedback).
+
+HARNESS = "[harness] "  # how our chat exports tell the agent its reply was not an action
+
+
+def message_text(message: Any) -> str:
+    """A message's text: its content string, or its text parts joined."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def is_harness_notice(messages: list[Any], i: int) -> bool:
+    """Whether message ``i`` is the harness's notice on the agent's reply just before it."""
+    msg, before = messages[i], messages[i - 1] if i else None
+    return (isinstance(msg, dict) and msg.get("role") == "user" and message_text(msg).startswith(HARNESS)
+            and isinstance(before, dict) and before.get("role") == "assistant" and not before.get("tool_calls"))
+
+
+def step_counts(messages: list[Any]) -> list[int]:
+    """How many steps each message is (see the module doc)."""
+    out: list[int] = []
+    seen_user = False
+    for i, msg in enumerate(messages):
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "assistant":
+            calls = msg.get("tool_calls")
+            out.append(max(1, len(calls)) if isinstance(calls, list) else 1)
+        elif role == "user":
+            out.append(1 if seen_user and not is_harness_notice(messages, i) else 0)
+            seen_user = True
+        else:
+            out.append(0)
+    return out
+
+
+def first_steps(messages: list[Any]) -> list[int | None]:
+    """Per message, the index of its first step, or None when it is no step."""
+    out: list[int | None] = []
+    n = 0
+    for count in step_counts(messages):
+        out.append(n if count else None)
+        n += count
+    return out
+
+
+def message_steps(messages: list[Any]) -> list[range]:
+    """Per message, the step indices it covers (empty when none)."""
+    out, n = [], 0
+    for count in step_counts(messages):
+        out.append(range(n, n + count))
+        n += count
+    return out

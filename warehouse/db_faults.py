@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -42,13 +43,33 @@ def is_away(exc: BaseException) -> bool:
     return any(word in text for word in _AWAY)
 
 
-def _pauses(budget_s: float) -> Any:
-    """Pauses (seconds) to sleep between tries, doubling, until ``budget_s`` would be passed."""
-    deadline = time.monotonic() + budget_s
-    pause = FIRST_PAUSE_S
-    while time.monotonic() + pause <= deadline:
-        yield pause
-        pause = min(pause * 2, LONGEST_PAUSE_S)
+class Outage:
+    """When the state database was first found away, until a connection succeeds again: the one
+    clock that both layers spend the budget on (a cut is waited for once, not once per layer)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def pauses(self, budget_s: float) -> Iterator[float]:
+        """Pauses (seconds) to sleep between tries, doubling, until the budget since the outage began
+        would be passed."""
+        if self.since is None:
+            self.since = time.monotonic()
+        since, pause = self.since, FIRST_PAUSE_S
+        while time.monotonic() + pause <= since + budget_s:
+            yield pause
+            pause = min(pause * 2, LONGEST_PAUSE_S)
+
+    def over(self) -> None:
+        self.since = None
+
+
+_OUTAGES: weakref.WeakKeyDictionary[sa.Engine, Outage] = weakref.WeakKeyDictionary()
+
+
+def outage_of(engine: sa.Engine) -> Outage:
+    """The outage clock of ``engine`` (one per engine, shared by its threads)."""
+    return _OUTAGES.setdefault(engine, Outage())
 
 
 def reconnect_patiently(engine: sa.Engine, budget_s: float) -> None:
@@ -56,14 +77,21 @@ def reconnect_patiently(engine: sa.Engine, budget_s: float) -> None:
     if engine.dialect.name == "sqlite" or budget_s <= 0:
         return
 
+    outage = outage_of(engine)
+
     @event.listens_for(engine, "do_connect")
     def _connect(dialect, _record, cargs, cparams):
-        pauses = _pauses(budget_s)
+        pauses = None
         while True:
             try:
-                return dialect.connect(*cargs, **cparams)
+                connection = dialect.connect(*cargs, **cparams)
+                outage.over()
+                return connection
             except dialect.loaded_dbapi.OperationalError as exc:
-                pause = next(pauses, None) if is_away(exc) else None
+                if not is_away(exc):  # a wrong password or database name: not worth waiting for
+                    raise
+                pauses = pauses or outage.pauses(budget_s)
+                pause = next(pauses, None)
                 if pause is None:
                     raise
                 time.sleep(pause)
@@ -83,7 +111,7 @@ def retried(method: F) -> F:
             try:
                 return method(self, *args, **kwargs)
             except StateLost:
-                pauses = pauses or _pauses(self.reconnect_s)
+                pauses = pauses or outage_of(self.engine).pauses(self.reconnect_s)
                 pause = next(pauses, None)
                 if pause is None:
                     raise

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import json
 import re
+import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from warehouse.errors import InputError
+
+
+TOO_DEEP = "nested too deeply to read (JSON deeper than the parser's recursion limit)"
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,14 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
     if not stripped:
         raise InputError(f"{name}: the file is empty")
     as_document: json.JSONDecodeError | None = None  # why the file is not one object, when it begins as one
+    deep = False  # the file begins as a document too deep to read (or JSON Lines whose first line is)
     if stripped[0] in "[{":
         try:
             data = json.loads(text)
+        except RecursionError:
+            if stripped[0] == "[":
+                raise InputError(f"{name}: {TOO_DEEP}") from None
+            deep = True  # perhaps JSON Lines whose first line is too deep: read line by line
         except json.JSONDecodeError as exc:
             if stripped[0] == "[":
                 raise not_json(name, exc) from None
@@ -47,6 +57,12 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
         else:
             items = data if isinstance(data, list) else [data]
             return [JsonRecord(f"record {i + 1}", i + 1, v) for i, v in enumerate(items)]
+    return _lines(text, name, as_document, deep_document=deep)
+
+
+def _lines(text: str, name: str, as_document: json.JSONDecodeError | None = None, *,
+           deep_document: bool = False) -> list[JsonRecord]:
+    """The records of ``text`` read as JSON Lines (see :func:`parse_records`)."""
     out: list[JsonRecord] = []
     first_error: tuple[int, json.JSONDecodeError] | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -54,11 +70,15 @@ def parse_records(text: str, name: str) -> list[JsonRecord]:
             continue
         try:
             out.append(JsonRecord(f"line {number}", number, json.loads(line)))
+        except RecursionError:
+            out.append(JsonRecord(f"line {number}", number, None, TOO_DEEP))
         except json.JSONDecodeError as exc:
             first_error = first_error or (number, exc)
             out.append(JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}"))
     if as_document is not None and not any(isinstance(r.value, dict | list) for r in out):
         raise not_json(name, as_document)  # no line is a record: one pretty-printed object, broken (or cut short)
+    if deep_document and all(r.problem for r in out):  # one document, too deep: no JSON Lines
+        raise InputError(f"{name}: {TOO_DEEP}")
     if first_error is not None and all(r.problem for r in out):  # no line parses: the file is not JSON at all
         number, exc = first_error
         raise InputError(f"{name}:{number}:{exc.colno}: not JSON: {exc.msg}")
@@ -90,6 +110,8 @@ def parse_document(text: str, name: str) -> Any:
         raise InputError(f"{name}: the file is empty")
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError(f"{name}: {TOO_DEEP}") from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # JSON Lines, or two documents one after the other
             raise InputError(f"{name}:{exc.lineno}:{exc.colno}: expected one JSON document; "
@@ -121,3 +143,75 @@ def read_records(path: Path) -> list[JsonRecord]:
 def read_document(path: Path) -> Any:
     """Read ``path`` as one JSON document; one-line InputError when it cannot be read or is not one."""
     return parse_document(_read_text(path), str(path))
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of ``path``, read in blocks; one-line InputError when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
+def _first_lines(path: Path) -> list[bytes]:
+    """The first two non-blank lines of ``path`` (fewer when it has fewer)."""
+    out: list[bytes] = []
+    with path.open("rb") as fh:
+        for line in fh:
+            if line.strip():
+                out.append(line)
+                if len(out) == 2:
+                    break
+    return out
+
+
+def _is_json_lines(path: Path) -> bool:
+    """Whether ``path`` is JSON Lines: a first line that is a JSON object on its own, and more lines."""
+    try:
+        first = _first_lines(path)
+        if len(first) < 2:
+            return False
+        head = first[0].decode("utf-8").removeprefix("\ufeff").strip()
+        return head.startswith("{") and isinstance(json.loads(head), dict)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def stream_records(path: Path) -> Iterator[JsonRecord]:
+    """The records of ``path`` as :func:`read_records` gives them, one line at a time for JSON Lines (a
+    line in memory at once); a file that is one JSON document is read whole. Errors as read_records:
+    a file none of whose lines is JSON is an InputError (raised once every line is read)."""
+    if not _is_json_lines(path):
+        yield from read_records(path)
+        return
+    first_error: tuple[int, json.JSONDecodeError] | None = None
+    parsed = 0
+    offset = 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}: not UTF-8 text (byte {offset + exc.start})") from None
+            offset += len(raw)
+            line = line.removeprefix("\ufeff") if number == 1 else line
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except RecursionError:
+                yield JsonRecord(f"line {number}", number, None, TOO_DEEP)
+                continue
+            except json.JSONDecodeError as exc:
+                first_error = first_error or (number, exc)
+                yield JsonRecord(f"line {number}", number, None, f"not JSON at column {exc.colno}: {exc.msg}")
+                continue
+            parsed += 1
+            yield JsonRecord(f"line {number}", number, value)
+    if first_error is not None and not parsed:
+        number, exc = first_error
+        raise InputError(f"{path}:{number}:{exc.colno}: not JSON: {exc.msg}")

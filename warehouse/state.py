@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, create_engine, select
 
-from warehouse import db_faults, label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (registers their tables)
+from warehouse import db_faults, label_studio_tables, ratelimit, review_tables, shard_intents  # noqa: F401  (tables)
 from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, StateLost, first_line
 from warehouse.settings import redact_url

@@ -38,6 +38,7 @@ class Rollout:
     turns: tuple = ()
     no_loss_from: int | None = None  # a chosen rollout's first wrong step people marked (no pair from it on)
     recovered: bool = False  # ... when they said it recovered, only that step
+    no_loss: frozenset = frozenset()  # steps that get no loss in SFT (heuristics and review): never chosen
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,10 @@ def _check(chosen: Rollout, rejected: Rollout) -> None:
 
 def episode_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> list[Pair]:
     """One task's episode pairs: people's first, then the verifier's; chosen rotating. A chosen rollout
-    with a step people marked wrong is no episode pair's chosen side: a preference pair has no mask, so
-    its whole continuation would be preferred, the marked turns with it (step pairs may still take it,
-    before its first wrong step)."""
-    chosen = [r for r in rollouts if r.side == "chosen" and r.no_loss_from is None]
+    with a step that gets no loss in SFT (people marked it wrong, or the heuristics did) is no episode
+    pair's chosen side: a preference pair has no mask, so its whole continuation would be preferred,
+    the masked turns with it (step pairs may still take it, at a turn that gets loss)."""
+    chosen = [r for r in rollouts if r.side == "chosen" and r.no_loss_from is None and not r.no_loss]
     human_c = [r for r in chosen if r.source == "human"]
     human_r = [r for r in rollouts if r.side == "rejected" and r.source == "human"]
     pairs = [Pair(human_c[i % len(human_c)], r, "approved_vs_rejected", "human") for i, r in enumerate(human_r)] if human_c else []
@@ -104,7 +105,8 @@ def _marked_wrong(r: Rollout, step: int | None) -> bool:
 
 def step_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> list[Pair]:
     """One task's step pairs: every succeeding x failing rollout that share a prefix and
-    diverge, people's first; one pair per distinct divergence (same prefix and turns)."""
+    diverge, people's first; one pair per distinct divergence (same prefix and turns). A chosen turn
+    is always one that gets loss in SFT."""
     chosen = sorted((r for r in rollouts if r.side == "chosen"), key=lambda r: r.source != "human")
     failed = sorted((r for r in rollouts if r.side == "rejected" and r.kind == "failure"),
                     key=lambda r: r.source != "human")
@@ -112,7 +114,7 @@ def step_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> 
     for c in chosen:
         for r in failed:
             at = divergence(c.turns, r.turns)
-            if at is None or _marked_wrong(c, c.turns[at][1]):
+            if at is None or _marked_wrong(c, c.turns[at][1]) or c.turns[at][1] in c.no_loss:
                 continue
             key = (tuple(_norm(m) for m, _ in c.turns[: at + 1]), _norm(r.turns[at][0]))
             if key in seen:
@@ -126,8 +128,10 @@ def step_pairs(rollouts: list[Rollout], max_pairs: int = MAX_PAIRS_PER_TASK) -> 
 
 def to_dpo(chosen_msgs: list[dict[str, Any]], rejected_msgs: list[dict[str, Any]], tools: list[dict[str, Any]],
            meta: dict[str, Any]) -> dict[str, Any]:
-    """An episode pair record: ``prompt`` (system + user), ``chosen`` and ``rejected`` continuations."""
-    return {"prompt": chosen_msgs[:2], "chosen": chosen_msgs[2:], "rejected": rejected_msgs[2:], "tools": tools,
+    """An episode pair record: ``prompt`` (the turns before the agent's first: system and user), ``chosen`` and
+    ``rejected`` continuations."""
+    at = next((i for i, m in enumerate(chosen_msgs) if m.get("role") == "assistant"), 2)
+    return {"prompt": chosen_msgs[:at], "chosen": chosen_msgs[at:], "rejected": rejected_msgs[at:], "tools": tools,
             "metadata": meta}
 
 

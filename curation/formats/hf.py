@@ -1,7 +1,9 @@
 """Parquet for Hugging Face ``datasets``: one row per episode, messages as a list of structs.
 
 ``datasets.load_dataset("parquet", data_files={"train": "sft.train.parquet", ...})``
-loads it. Tool calls stay JSON text inside the struct so every row has one schema.
+loads it. Messages are in the one schema of :mod:`curation.formats.messages` (object arguments,
+named tool messages); a message's ``tool_calls`` is that list as JSON text, so every row has one
+Parquet schema (``json.loads`` gives the calls a chat template takes).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from curation.formats.messages import template_messages
+
 MESSAGE = pa.struct([
     ("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.string()),
-    ("tool_call_id", pa.string()), ("loss", pa.bool_()),
+    ("tool_call_id", pa.string()), ("name", pa.string()), ("loss", pa.bool_()),
 ])
 SCHEMA = pa.schema([
     ("episode_id", pa.string()), ("task_id", pa.string()), ("family", pa.string()), ("template", pa.string()),
@@ -26,11 +30,11 @@ def to_hf_row(turns: list[tuple[dict[str, Any], int | None]], masked: set[int], 
               tools: list[dict[str, Any]]) -> dict[str, Any]:
     """One Parquet row in :data:`SCHEMA`."""
     messages = []
-    for msg, step in turns:
+    for msg, step in template_messages(turns):
         messages.append({
             "role": msg["role"], "content": msg.get("content"),
             "tool_calls": json.dumps(msg["tool_calls"], ensure_ascii=False) if msg.get("tool_calls") else None,
-            "tool_call_id": msg.get("tool_call_id"),
+            "tool_call_id": msg.get("tool_call_id"), "name": msg.get("name"),
             "loss": msg["role"] == "assistant" and step not in masked,
         })
     return {**{k: meta.get(k) for k in ("episode_id", "task_id", "family", "template", "split", "round_id", "policy")},

@@ -23,24 +23,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from curation.formats.messages import template_messages
+
 
 def trl_messages(turns: list[tuple[dict[str, Any], int | None]]) -> list[tuple[dict[str, Any], int | None]]:
-    """Chat turns with object arguments and named tool messages."""
-    names: dict[str, str] = {}
-    out = []
-    for msg, step in turns:
-        msg = dict(msg)
-        if msg.get("tool_calls"):
-            calls = []
-            for call in msg["tool_calls"]:
-                fn = call["function"]
-                names[call["id"]] = fn["name"]
-                calls.append({**call, "function": {"name": fn["name"], "arguments": json.loads(fn["arguments"])}})
-            msg["tool_calls"] = calls
-        elif msg["role"] == "tool":
-            msg["name"] = names.get(msg.get("tool_call_id"), "")
-        out.append((msg, step))
-    return out
+    """Chat turns with object arguments and named tool messages (the one schema of
+    :mod:`curation.formats.messages`)."""
+    return template_messages(turns)
 
 
 def trl_rows(turns: list[tuple[dict[str, Any], int | None]], masked: set[int], meta: dict[str, Any],

@@ -114,6 +114,7 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),
         judges=judges_from(settings, store, round_id),
         prior_near=prior_representatives(con, round_id, history) if history else None,
+        prior_cross=prior_representatives(con, round_id, history, beyond=True),  # across splits: every round
         embed=wordllama_embed if settings is None or settings.curation.near_dup_semantic else None,
         curriculum_families=failure_curriculum_families(store, round_id),
     )

@@ -15,9 +15,11 @@ writes. Shapes as in ADP's published schema (tests/data/adp/SOURCE.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, tool_call, tool_result
+from warehouse.contract import HARNESS
 
 
 def _harness_notice(item: Any) -> bool:
@@ -53,7 +55,8 @@ def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
             out.append(msg)
             open_call = None
         elif kind == "text_observation" and _harness_notice(item) and out and out[-1].get("invalid"):
-            continue  # the notice of the invalid reply just before, kept with it
+            # the notice of the invalid reply just before: kept as our chat exports write one
+            out.append({"role": "user", "content": HARNESS + out[-1]["invalid"]["message"]})
         elif kind in ("text_observation", "image_observation", "web_observation"):
             text = item.get("content") if kind == "text_observation" else item.get("axtree") or item.get("html") or ""
             call_id = item.get("tool_call_id") or (open_call if item.get("source") != "user" else None)
@@ -67,22 +70,22 @@ def _messages(content: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
     return out, rewards
 
 
-def records(recs: list[Any]) -> list[Parsed]:
-    """One chat record per parsed JSON record (``where``, ``number``, ``value``, ``problem``), or why not."""
-    out: list[Any] = []
+def records(recs: Iterable[Any]) -> Iterator[Parsed]:
+    """One chat record per parsed JSON record (``where``, ``number``, ``value``, ``problem``), or why not, as they
+    come."""
     for rec in recs:
         if rec.problem:
-            out.append(rec)
+            yield rec
             continue
         traj = rec.value
         if not isinstance(traj, dict) or not isinstance(traj.get("content"), list) or "id" not in traj:
-            out.append(Parsed(rec.where, rec.number, None, "an ADP trajectory needs an id and a content list"))
+            yield Parsed(rec.where, rec.number, None, "an ADP trajectory needs an id and a content list")
             continue
         details = traj.get("details") if isinstance(traj.get("details"), dict) else {}
         try:
             messages, rewards = _messages(traj["content"])
         except BAD_SHAPE as exc:
-            out.append(Parsed(rec.where, rec.number, None, problem_of(exc)))
+            yield Parsed(rec.where, rec.number, None, problem_of(exc))
             continue
         reward = details.get("reward", sum(rewards) if rewards else None)
         value = {"messages": messages, "reward": reward, "success": details.get("success"), "rollout": details.get("rollout"),
@@ -90,5 +93,4 @@ def records(recs: list[Any]) -> list[Parsed]:
                  "model": str(details.get("model") or ""),
                  "task": {"task_id": str(details.get("task_id") or f"adp:{traj['id']}"),
                           **({"split": details["split"]} if details.get("split") else {})}}
-        out.append(Parsed(f"{rec.where} (trajectory {traj['id']})", rec.number, value))
-    return out
+        yield Parsed(f"{rec.where} (trajectory {traj['id']})", rec.number, value)

@@ -2,8 +2,8 @@
 OpenAI-chat shape :mod:`generators.importers.openai_chat` reads, so every format gets the
 same guarantees (malformed records named and skipped, ids from content, one round per file).
 
-Pure: values in, values out. A tool error becomes our own ``{"ok": false, "error": ...}``
-tool content, which the chat importer reads back as a failed step with its code and message.
+Pure: values in, values out. A tool error keeps the tool's content as recorded and adds an ``error``
+({code, message}) to the tool message, which the chat importer reads as a failed step.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ class Parsed:
     problem: str = ""
 
 
-BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError, OverflowError)  # what an odd value in a record raises here
+# what an odd value in a record raises here (a value nested deeper than Python recurses: RecursionError)
+BAD_SHAPE = (ValueError, TypeError, AttributeError, KeyError, OverflowError, RecursionError)
 
 
 def problem_of(exc: Exception) -> str:
     """The reason a record cannot be imported: our own message, or the odd value's."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
     return str(exc) if type(exc) is ValueError else f"unexpected shape ({type(exc).__name__}: {exc})"
 
 
@@ -37,12 +40,13 @@ def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
 
 
 def tool_result(call_id: str, content: Any, *, error: tuple[str, str] | None = None, name: str = "") -> dict[str, Any]:
-    """A tool message answering ``call_id``; ``error`` is (code, message) when the call failed."""
+    """A tool message answering ``call_id``, its content as recorded (text, or JSON text of a value);
+    ``error`` is (code, message) when the call failed (the content is then the message when it has none)."""
+    body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    msg: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": body}
     if error is not None:
-        body: Any = json.dumps({"ok": False, "error": {"code": error[0] or "ERROR", "message": error[1]}})
-    else:
-        body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    msg = {"role": "tool", "tool_call_id": call_id, "content": body}
+        msg["content"] = body or error[1]
+        msg["error"] = {"code": error[0] or "ERROR", "message": error[1]}
     if name:
         msg["name"] = name
     return msg

@@ -1,10 +1,13 @@
 """Import OpenAI chat trajectories (``messages`` with ``tool_calls`` and ``tool`` results). Pure.
 
-Each conversation becomes an Episode (source="external"), its Steps and an Outcome.
-Its task spec has the instruction and the record's own tool schemas but no
-requirements and no world behind it, so no replay: verification fields are
-empty, success comes from an optional ``reward``. Ids come from the content, so the
-same conversation imported twice is the same episode.
+Each conversation becomes an Episode (source="external") that keeps the conversation as recorded
+(``Episode.messages``: its system prompt, text turns and tool results verbatim; exports write it),
+its Steps (see :func:`warehouse.contract.step_counts`: tool calls, the agent's and the user's text
+turns as ``message`` steps, nothing invented; a call without a result carries ``missing_result``)
+and an Outcome. Its task spec has the instruction and the record's own tool schemas but no
+requirements and no world behind it, so no replay: verification fields are empty, success comes
+from an optional ``reward``. Ids come from the content and the source (task ids are scoped by it),
+so the same conversation imported twice from one source is the same episode.
 
 Optional keys the other formats' importers fill (and a user may too): ``rollout`` (an epoch or
 trial), ``success`` (the source's own verdict), ``reward_breakdown`` ({name: value}, kept as
@@ -25,6 +28,8 @@ from generators.importers.tool_schemas import normalised_schemas
 from generators.phone.families import split_for_template
 from generators.phone.tools import TOOLS, openai_tool_schemas
 from warehouse.contract import (
+    HARNESS,
+    MISSING_RESULT,
     Action,
     Episode,
     EpisodeRecord,
@@ -35,6 +40,8 @@ from warehouse.contract import (
     TaskSpec,
     ToolError,
     Verification,
+    message_text,
+    step_counts,
 )
 from warehouse.ids import canonical_json, digest
 
@@ -43,6 +50,32 @@ META = {"finish", "ask_user"}
 
 class MalformedRecord(ValueError):
     """One record cannot be imported; the message says why."""
+
+
+MAX_DEPTH = 100  # a record (or a result or arguments it holds as JSON text) nested deeper is skipped
+
+
+def nested_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep (read without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _loads(text: str, what: str) -> Any:
+    """JSON text held in a record (a result, arguments); MalformedRecord when nested too deeply."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise MalformedRecord(f"{what} is nested too deeply to read") from None
+    if nested_deeper(value):
+        raise MalformedRecord(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
@@ -55,16 +88,24 @@ def _tool_error(error: Any) -> ToolError:
     return ToolError(code="ERROR", message=str(error))
 
 
-def _feedback(content: Any) -> Feedback:
-    """Feedback from a tool message: our own {"ok", "data"/"error"} shape if it is one; an error when the
-    result has an ``error`` key or its text starts with an error ("Error: ...", "Exception ..."); else the text."""
+OURS = {"ok", "data", "error", "notices"}  # the keys of our own tool envelope
+
+
+def _feedback(content: Any, error: Any = None, where: str = "a tool result") -> Feedback:
+    """Feedback from a tool message (for review and curation; exports write the content as recorded): our own
+    {"ok", "data"/"error"} envelope only when the whole object is ours; an error when the message says so
+    (``error``), the result has an ``error`` key or its text starts with one ("Error: ..."); else the result."""
     try:
-        body = json.loads(content) if isinstance(content, str) else content
+        body = _loads(content, where) if isinstance(content, str) else content
+    except MalformedRecord:
+        raise
     except ValueError:
         body = content
-    if isinstance(body, dict) and isinstance(body.get("ok"), bool):
+    if error not in (None, False, ""):
+        return Feedback(ok=False, error=_tool_error(error), result=body)
+    if isinstance(body, dict) and isinstance(body.get("ok"), bool) and set(body) <= OURS:
         err = None if body["ok"] else _tool_error(body.get("error"))
-        return Feedback(ok=body["ok"], error=err, result=body.get("data"), notices=list(body.get("notices") or []))
+        return Feedback(ok=body["ok"], error=err, result=body.get("data"), notices=[str(n) for n in body.get("notices") or []])
     if isinstance(body, dict) and body.get("error") not in (None, False, ""):
         return Feedback(ok=False, error=_tool_error(body["error"]), result=body)
     if isinstance(body, str) and _ERROR_TEXT.match(body):
@@ -73,13 +114,7 @@ def _feedback(content: Any) -> Feedback:
 
 
 def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
-
-
-HARNESS = "[harness] "  # how our chat exports tell the agent its reply was not an action
+    return message_text(message)
 
 
 def _invalid_reply(msg: dict[str, Any], after: Any) -> ToolError | None:
@@ -94,89 +129,136 @@ def _invalid_reply(msg: dict[str, Any], after: Any) -> ToolError | None:
     return None
 
 
-def _steps(eid: str, messages: list[Any]) -> list[Step]:
-    steps: list[Step] = []
-    pending: dict[str, int] = {}  # call id -> index of its step, until its result arrives
+def recorded_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """The conversation as it is kept (:attr:`Episode.messages`): OpenAI chat messages with text content,
+    call arguments as JSON text (as recorded when they were text), tool results verbatim. MalformedRecord
+    for a message that is none of these."""
+    out: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") not in {"system", "user", "assistant", "tool", "developer"}:
             raise MalformedRecord(f"message {i} has no known role")
-        role = msg["role"]
-        if role == "assistant":
-            calls = msg.get("tool_calls") or []
+        role = "system" if msg["role"] == "developer" else msg["role"]
+        kept: dict[str, Any] = {"role": role, "content": _text(msg)}
+        if role == "assistant" and msg.get("tool_calls"):
+            calls = msg["tool_calls"]
             if not isinstance(calls, list):
                 raise MalformedRecord(f"message {i}: tool_calls is not a list")
-            text = _text(msg)
-            invalid = _invalid_reply(msg, messages[i + 1] if i + 1 < len(messages) else None)
-            if invalid is not None:  # a reply that was no action: kept as the invalid step it was
-                steps.append(Step(episode_id=eid, index=len(steps), action=Action(kind="invalid", text=text, raw=text),
-                                  feedback=Feedback(ok=False, error=invalid), verification=Verification(label="invalid_call")))
-                continue
-            for call in calls:
+            kept["tool_calls"] = []
+            for j, call in enumerate(calls):
                 fn = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
                     raise MalformedRecord(f"message {i}: a tool call without a function name")
-                raw = fn.get("arguments", "")
-                call_id = str(call.get("id") or f"call_{len(steps)}")
-                try:
-                    args = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
-                except ValueError:
-                    args = None
-                if not isinstance(args, dict):
-                    action = Action(kind="invalid", tool=fn["name"], call_id=call_id, text=text, raw=str(raw))
-                else:
-                    kind = fn["name"] if fn["name"] in META else "tool_call"
-                    action = Action(kind=kind, tool=fn["name"], arguments=args, call_id=call_id, text=text)
-                pending[call_id] = len(steps)
-                steps.append(Step(episode_id=eid, index=len(steps), action=action, feedback=Feedback(ok=True),
-                                  verification=Verification(label="invalid_call" if action.kind == "invalid" else "ok")))
-                text = ""  # the text goes with the first call of the message
-            if not calls:
-                later_user = next((m for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"
-                                   and not _text(m).startswith(HARNESS)), None)
-                agent_again = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages[i + 1:])
-                if later_user is not None and agent_again:  # text to the user, answered, the agent goes on: a question
-                    action = Action(kind="ask_user", tool="ask_user", arguments={"question": text})
-                    feedback = Feedback(ok=True, result={"answer": _text(later_user)})
-                else:  # the closing answer (what the user says after it, "thanks, bye", is kept with it)
-                    action = Action(kind="finish", tool="finish", arguments={"status": "completed", "summary": text})
-                    after = [_text(m) for m in messages[i + 1:] if isinstance(m, dict) and m.get("role") == "user"]
-                    feedback = Feedback(ok=True, result={"status": "completed", **({"user_after": after} if after else {})})
-                steps.append(Step(episode_id=eid, index=len(steps), action=action, feedback=feedback))
+                raw = fn.get("arguments")
+                args = raw if isinstance(raw, str) else json.dumps({} if raw is None else raw, ensure_ascii=False)
+                kept["tool_calls"].append({"id": str(call.get("id") or f"call_{i}_{j}"), "type": "function",
+                                           "function": {"name": fn["name"], "arguments": args}})
         elif role == "tool":
-            call_id = str(msg.get("tool_call_id") or "")
+            content = msg.get("content")
+            kept["content"] = content if isinstance(content, str) else _text(msg) if isinstance(content, list) else (
+                "" if content is None else json.dumps(content, ensure_ascii=False))
+            kept["tool_call_id"] = str(msg.get("tool_call_id") or "")
+            if isinstance(msg.get("name"), str) and msg["name"]:
+                kept["name"] = msg["name"]
+        out.append(kept)
+    return out
+
+
+def _call_step(eid: str, index: int, call: dict[str, Any], text: str) -> Step:
+    fn = call["function"]
+    raw = fn["arguments"]
+    try:
+        args = _loads(raw, f"the arguments of call {call['id']!r}") if raw.strip() else {}
+    except MalformedRecord:
+        raise
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        action = Action(kind="invalid", tool=fn["name"], call_id=call["id"], text=text, raw=raw)
+    else:
+        kind = fn["name"] if fn["name"] in META else "tool_call"
+        action = Action(kind=kind, tool=fn["name"], arguments=args, call_id=call["id"], text=text)
+    return Step(episode_id=eid, index=index, action=action, feedback=Feedback(ok=True, notices=[MISSING_RESULT]),
+                verification=Verification(label="invalid_call" if action.kind == "invalid" else "ok"))
+
+
+def _steps(eid: str, source: list[Any], kept: list[dict[str, Any]]) -> list[Step]:
+    """The steps of a conversation (see :mod:`warehouse.conversation`): ``source`` the record's messages,
+    ``kept`` the same as :func:`recorded_messages` keeps them."""
+    steps: list[Step] = []
+    pending: dict[str, int] = {}  # call id -> index of its step, until its result arrives
+    counts = step_counts(kept)
+    for i, msg in enumerate(kept):
+        role = msg["role"]
+        if role == "assistant":
+            invalid = _invalid_reply(source[i], kept[i + 1] if i + 1 < len(kept) else None)
+            if invalid is not None:  # a reply that was no action: kept as the invalid step it was
+                steps.append(Step(episode_id=eid, index=len(steps), action=Action(kind="invalid", text=msg["content"],
+                                                                                  raw=msg["content"]),
+                                  feedback=Feedback(ok=False, error=invalid), verification=Verification(label="invalid_call")))
+                continue
+            text = msg["content"]
+            for call in msg.get("tool_calls") or []:
+                pending[call["id"]] = len(steps)
+                steps.append(_call_step(eid, len(steps), call, text))
+                text = ""  # the text goes with the first call of the message
+            if not msg.get("tool_calls"):  # a text turn, as it was: no question, no finish invented
+                steps.append(Step(episode_id=eid, index=len(steps), action=Action(kind="message", text=text),
+                                  feedback=Feedback(ok=True)))
+        elif role == "user" and counts[i]:
+            steps.append(Step(episode_id=eid, index=len(steps), actor="user",
+                              action=Action(kind="message", text=msg["content"]), feedback=Feedback(ok=True)))
+        elif role == "tool":
+            call_id = msg["tool_call_id"]
             if call_id not in pending:
                 raise MalformedRecord(f"message {i}: a tool result for unknown call {call_id!r}")
             step = steps[pending.pop(call_id)]
-            step.feedback = _feedback(msg.get("content"))
+            step.feedback = _feedback(msg["content"], source[i].get("error"), f"message {i}: the result")
     return steps
 
 
-def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> EpisodeRecord:
-    """One conversation as an external episode. MalformedRecord says what is wrong with it."""
+def scoped_task_id(source: str, key: Any) -> str:
+    """A task id scoped by its source (``airline:0``): two files that both number their tasks 0, 1, 2 are
+    different tasks."""
+    return f"{source}:{key}" if source else str(key)
+
+
+def episode_from_record(value: Any, *, batch_id: str, created_at: datetime, source: str = "") -> EpisodeRecord:
+    """One conversation as an external episode of ``source`` (task ids are scoped by it).
+    MalformedRecord says what is wrong with it."""
     if not isinstance(value, dict):
         raise MalformedRecord("a record must be a JSON object")
     messages = value.get("messages")
     if not isinstance(messages, list) or not messages:
         raise MalformedRecord("no messages")
-    eid = f"x-{digest(canonical_json(value), 16)}"
-    steps = _steps(eid, messages)
-    if not steps:
+    if nested_deeper(value):
+        raise MalformedRecord(f"nested deeper than {MAX_DEPTH} levels")
+    eid = f"x-{digest(canonical_json({'source': source, 'record': value}) if source else canonical_json(value), 16)}"
+    kept = recorded_messages(messages)
+    steps = _steps(eid, messages, kept)
+    if not any(s.actor == "planner" for s in steps):
         raise MalformedRecord("no assistant turn")
     _mark_masked(steps, value.get("masked_steps"))
     task = value.get("task") if isinstance(value.get("task"), dict) else {}
-    instruction = next((_text(m) for m in messages if m.get("role") == "user"), "")
-    task_key = task.get("task_id") or value.get("task_id") or f"t-ext-{digest(instruction, 12)}"
+    instruction = next((m["content"] for m in kept if m["role"] == "user"), "")
+    key = next((k for k in (task.get("task_id"), value.get("task_id")) if k is not None and k != ""), None)
+    if isinstance(key, dict | list):
+        raise MalformedRecord("task_id must be a string or a number")
+    task_key = scoped_task_id(source, key if key is not None else f"t-ext-{digest(instruction, 12)}")
     family, template = str(task.get("family") or "external"), str(task.get("template") or "external")
     reward = value.get("reward")
     if reward is not None and not isinstance(reward, int | float):  # a bool is an int: True / False work
         raise MalformedRecord(f"reward must be a number or a boolean, got {reward!r}")
     progress = _finite(reward) if reward is not None else 0.0
-    finished = steps[-1].action.kind == "finish"
-    finish_args = steps[-1].action.arguments if finished else {}
+    planner = [s for s in steps if s.actor == "planner"]
+    finished = planner[-1].action.kind == "finish"  # the agent's own finish call (our exports have one)
+    finish_args = planner[-1].action.arguments if finished else {}
+    last_agent = next((m for m in reversed(kept) if m["role"] == "assistant"), None)
+    closing = last_agent["content"] if last_agent and not last_agent.get("tool_calls") and last_agent["content"] else None
     outcome = Outcome(
         # not finished here: the conversation ended in its own harness; its named reason where it gives one of ours
         episode_id=eid, termination="finished" if finished else _termination(value.get("termination")),
-        finish_status=str(finish_args.get("status", "")), final_answer=finish_args.get("answer"),
+        finish_status=str(finish_args.get("status", "")),
+        final_answer=finish_args.get("answer") if finished else closing,
         # the record's own success where it states one; else from the reward; no reward: unknown, not a failure
         success=value["success"] if isinstance(value.get("success"), bool) else (None if reward is None else progress >= 0.5),
         progress=max(0.0, min(1.0, progress)),
@@ -184,10 +266,11 @@ def episode_from_record(value: Any, *, batch_id: str, created_at: datetime) -> E
         requirement_results=_breakdown(value.get("reward_breakdown")) + _checks(value.get("reward_checks")),
     )
     episode = Episode(
-        episode_id=eid, task_id=str(task_key), family=family, template=template, instruction=instruction,
+        episode_id=eid, task_id=task_key, family=family, template=template, instruction=instruction,
         split=_split(task, family, template),
         policy=str(value.get("policy") or "external"), model=str(value.get("model") or ""),
-        rollout=_rollout(value.get("rollout")), round_id="external", batch_id=batch_id, source="external", created_at=created_at,
+        rollout=_rollout(value.get("rollout")), round_id="external", batch_id=batch_id, source="external",
+        created_at=created_at, messages=kept,
     )
     return EpisodeRecord(episode=episode, steps=steps, outcome=outcome)
 

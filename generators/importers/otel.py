@@ -87,6 +87,8 @@ def _json_attr(attrs: dict[str, Any], key: str) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
+        except RecursionError:
+            raise ValueError(f"{key} is nested too deeply to read") from None
         except ValueError:
             raise ValueError(f"{key} is not JSON") from None
     return value

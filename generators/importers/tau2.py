@@ -24,6 +24,11 @@ TERMINATIONS = {"max_steps": "budget_exhausted", "timeout": "budget_exhausted", 
                 "agent_error": "endpoint_error", "context_window_exceeded": "endpoint_error"}
 
 
+def _termination(reason: Any) -> str:
+    """Ours for τ²-bench's termination reason: a conversation the user or agent ended just ended ("external")."""
+    return "external" if reason in ("user_stop", "agent_stop") else TERMINATIONS.get(str(reason), "harness_error")
+
+
 def _messages(sim: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     flat: list[Any] = []
@@ -96,7 +101,7 @@ def records(results: Any, name: str) -> list[Parsed]:
             value = {"messages": _messages(sim), "reward": reward_info.get("reward"),
                      "reward_breakdown": reward_info.get("reward_breakdown") or None,
                      "reward_checks": reward_checks(reward_info) or None,
-                     "rollout": sim.get("trial"), "termination": TERMINATIONS.get(str(sim.get("termination_reason")), "harness_error"), "model": str(agent.get("llm") or ""), "policy": "tau2",
+                     "rollout": sim.get("trial"), "termination": _termination(sim.get("termination_reason")), "model": str(agent.get("llm") or ""), "policy": "tau2",
                      "task": {"task_id": f"tau2:{domain}:{sim['task_id']}"}}
         except BAD_SHAPE as exc:
             out.append(Parsed(where, n, None, problem_of(exc)))

@@ -68,26 +68,41 @@ def _type_schema(types: Counter, items: Counter) -> dict[str, Any]:
     return schema
 
 
+class SchemaInference:
+    """Schemas inferred from calls seen one at a time (an import streams its records)."""
+
+    def __init__(self) -> None:
+        self.n_calls: Counter = Counter()
+        self.present: dict[str, Counter] = defaultdict(Counter)
+        self.types: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+        self.items: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+
+    def add(self, name: str, args: dict[str, Any]) -> None:
+        self.n_calls[name] += 1
+        for key, value in args.items():
+            self.present[name][key] += 1
+            self.types[name][key][json_type(value)] += 1
+            if isinstance(value, list):
+                self.items[name][key].update(json_type(v) for v in value)
+
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """Name -> an OpenAI function schema for every tool seen."""
+        out = {}
+        for name in sorted(self.n_calls):
+            present = self.present[name]
+            props = {k: _type_schema(self.types[name][k], self.items[name][k]) for k in sorted(present)}
+            required = [k for k in sorted(present) if present[k] == self.n_calls[name]]
+            out[name] = {"type": "function", "function": {
+                "name": name,
+                "description": f"(schema inferred from {self.n_calls[name]} call(s): the source gave no tool list)",
+                "parameters": {"type": "object", "properties": props, "required": required},
+            }}
+        return out
+
+
 def inferred_schemas(calls: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Name -> an OpenAI function schema inferred from ``(tool name, arguments)`` of every call seen."""
-    n_calls: Counter = Counter()
-    present: dict[str, Counter] = defaultdict(Counter)
-    types: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    items: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    inference = SchemaInference()
     for name, args in calls:
-        n_calls[name] += 1
-        for key, value in args.items():
-            present[name][key] += 1
-            types[name][key][json_type(value)] += 1
-            if isinstance(value, list):
-                items[name][key].update(json_type(v) for v in value)
-    out = {}
-    for name in sorted(n_calls):
-        props = {k: _type_schema(types[name][k], items[name][k]) for k in sorted(present[name])}
-        required = [k for k in sorted(present[name]) if present[name][k] == n_calls[name]]
-        out[name] = {"type": "function", "function": {
-            "name": name,
-            "description": f"(schema inferred from {n_calls[name]} call(s): the source gave no tool list)",
-            "parameters": {"type": "object", "properties": props, "required": required},
-        }}
-    return out
+        inference.add(name, args)
+    return inference.schemas()

@@ -38,6 +38,8 @@ def _call(call: ToolCall, current: int, first_error: int | None, view: EpisodeVi
         st.code(_pretty(call.arguments), language="json")
         if call.error:
             st.error(md(_pretty(call.error)))
+        elif call.missing:
+            st.warning("missing_result: the source recorded no result for this call")
         else:
             st.code(_pretty(call.result), language="json")
         extra = f" · minefields: {md(', '.join(call.minefields))}" if call.minefields else ""

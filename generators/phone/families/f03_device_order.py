@@ -21,7 +21,8 @@ SCENARIOS: dict[str, list[tuple[str, Any]]] = {
     "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", False), ("brightness", (20, 45))],
     "bedtime": [("brightness", (5, 25)), ("do_not_disturb", True), ("volume_alarm", (80, 100)), ("wifi", False)],
     "drive": [("bluetooth", True), ("do_not_disturb", True), ("volume_media", (60, 90)), ("brightness", (75, 100))],
-    "cinema": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("brightness", (5, 20)), ("mobile_data", False)],
+    # cinema (test) starts apart from meeting (train): at two changes they once were the same task
+    "cinema": [("mobile_data", False), ("do_not_disturb", True), ("volume_ring", (0, 0)), ("brightness", (5, 20))],
     "saver": [("battery_saver", True), ("flashlight", False), ("brightness", (10, 30)), ("bluetooth", False)],
 }
 
