@@ -230,12 +230,12 @@ def test_imported_conversation_reads_as_a_chat_and_reviews_by_keyboard(conversat
         expect(chat.nth(1)).to_contain_text("Which one?")
         # the current step (0) is the failed lookup: open, and its error shown in red
         expect(page.get_by_text("NOT_FOUND: no reservation for 'Mia Chen'")).to_be_visible()
-        expect(page.get_by_text("step 0 of steps 0–5", exact=False)).to_be_visible()
+        expect(page.get_by_text("step 0 of steps 0–7", exact=False)).to_be_visible()
         page.locator("body").press("e")
         expect(page.get_by_text("First wrong step: 0")).to_be_visible()
         expect(chat.nth(1)).to_contain_text("first error")
         page.locator("body").press("j")
-        expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
+        expect(page.get_by_text("step 1 of steps 0–7", exact=False)).to_be_visible()
         expect(chat.nth(1).get_by_text('"UA88"', exact=False)).to_be_visible()  # step 1's result, unfolded
         page.screenshot(path=str(ARTIFACTS / "review-conversation.png"), full_page=True)
         page.locator("body").press("a")
@@ -307,7 +307,7 @@ def test_the_conversation_view_shows_the_current_steps_screens(conversation_serv
         expect(page.locator('[data-testid="stChatMessage"]')).to_have_count(6)
         _screens_loaded(page, {"after"})
         page.locator("body").press("j")
-        expect(page.get_by_text("step 1 of steps 0–5", exact=False)).to_be_visible()
+        expect(page.get_by_text("step 1 of steps 0–7", exact=False)).to_be_visible()
         _screens_loaded(page, {"before", "after"})
         # only the current step's pair (step 0's leaves once Streamlit's rerun has ended)
         page.wait_for_function(f"() => ({_LOADED_SCREENS})().length === 2")
