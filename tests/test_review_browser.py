@@ -13,8 +13,8 @@ import pytest
 from sqlmodel import select
 
 from curation.routing import CHECK as ROUTING_CHECK
-from tests.conftest import ROOT, alive, cli_env, flywheel_executable, free_port, http_ok, wait_for
 from review_app import decisions
+from tests.conftest import ROOT, alive, cli_env, flywheel_executable, free_port, http_ok, wait_for
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse import state
 from warehouse.store import Store

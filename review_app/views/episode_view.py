@@ -10,7 +10,13 @@ import streamlit as st
 from review_app import decisions, keys, screens
 from review_app.conversation import is_conversation
 from review_app.episode import (
-    REFERENCE_NOTE, EpisodeView, is_reference, load_episode, requirement_rows, step_rows, table_window,
+    REFERENCE_NOTE,
+    EpisodeView,
+    is_reference,
+    load_episode,
+    requirement_rows,
+    step_rows,
+    table_window,
 )
 from review_app.plain_text import clip, md, md_line
 from review_app.views import Ctx, long_text
