@@ -4,6 +4,7 @@ imported one with unicode, newlines and nested JSON in its calls."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ def world(tmp_path, monkeypatch):
     ids = make_round(store, n_tasks=6)
     long_id = import_long_episode(store, tmp_path, n_calls=12)
     make_accounts(store)
+    for name in [k for k in os.environ if k.startswith("FLYWHEEL_")]:  # a user's settings change nothing here
+        monkeypatch.delenv(name)
     monkeypatch.setenv("FLYWHEEL_DATA_DIR", str(data))
     monkeypatch.setenv("FLYWHEEL_REVIEW_OVERLAP", "0")
     return store, ids, long_id
