@@ -113,11 +113,11 @@ def test_readme_s_curve_matches_the_configured_bands():
 
     from curation.minhash import s_curve_table
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "curation.md").read_text()
     bands, rows = NearDupConfig().bands()
     assert f"<!-- s-curve: bands={bands} rows={rows} -->" in text
     table = dict(re.findall(r"^\| (\d\.\d\d) \| (\d\.\d\d\d) \|$", text, flags=re.M))
-    assert table, "the S-curve table is missing from the README"
+    assert table, "the S-curve table is missing from docs/curation.md"
     for j, p in s_curve_table(bands, rows, [float(k) for k in table]):
         assert table[f"{j:.2f}"] == f"{p:.3f}"
 
