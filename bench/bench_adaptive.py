@@ -65,8 +65,11 @@ def main() -> int:
           f"{'limit end/peak':>14} {'failed':>6}")
     worst = float("inf")
     for slots in (int(s) for s in args.slots.split(",")):
-        levels = sorted({1, max(1, slots // 2), slots, 2 * slots, CEILING})
-        calls = (10 if args.quick else 30) * slots + (40 if args.quick else 100)
+        # one call at a time is a level worth trying only against a server of a few slots
+        levels = sorted({max(1, slots // 2), slots, 2 * slots, CEILING} | ({1} if slots <= 4 else set()))
+        # about sixty round trips of the server's slots (a round's worth: the default starts at one call and
+        # ramps up, as it does at a round's start); ten in --quick
+        calls = (10 if args.quick else 60) * slots + (40 if args.quick else 100)
         fixed_cfg = dict(timeout_s=600.0, adaptive=False)
         with serve_in_process(FaultConfig(latency_ms=latency_ms, token_ms=token_ms, slots=slots)) as server:
             asyncio.run(run_calls(server.base_url, EngineConfig(concurrency=slots, **fixed_cfg), 2 * slots))  # warm

@@ -10,7 +10,8 @@ limits shared), the planner's tool loop in the phone, staging, curation. Its cal
 second are counted at the server, from its first request to its last (so Prefect's start
 and curation are not in the figure), with the CPU per call of this process and its
 workers over the same seconds. The plain loop sends the same number of calls, one fixed F01 request, at the
-same concurrency through the raw ``openai`` client with a semaphore: what a careful person
+same fixed concurrency through the raw ``openai`` client with a semaphore (the round's adaptive
+concurrency is off here, as ``openai.adaptive_concurrency = false`` sets it: bench_adaptive measures that): what a careful person
 writes by hand, and CPU-bound near 200 calls per second on one core here. The machine is
 shared, so the ratio, not the seconds.
 
@@ -128,7 +129,10 @@ def main() -> None:
     def settings(base_url: str, name: str, n: int, policy: str = "openai"):
         return load_settings(None, data_dir=root / name, policy=policy,
                              openai={"base_url": base_url, "model": MODEL,
-                                     "concurrency": args.concurrency, "timeout_s": 300},
+                                     "concurrency": args.concurrency, "timeout_s": 300,
+                                     # the same fixed concurrency as the plain loop: this bench weighs the round's
+                                     # machinery; how the adaptive limit finds a server's is bench_adaptive's
+                                     "adaptive_concurrency": False},
                              round={"episodes": n, "workers": args.workers, "seed": 5, "adaptive": False,
                                     "runner": args.runner,
                                     "shard_size": max(10, n // (2 * args.workers)),
