@@ -22,7 +22,7 @@ The figures below were measured on a 2-core machine; the host line says how busy
 
 """
 
-SECTION = re.compile(r"<!-- bench:(?P<name>[^ ]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->\n", re.S)
+SECTION = re.compile(r"<!-- bench:(?P<name>[^>]+?) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->\n", re.S)
 ROW = re.compile(r"<!-- row: (?P<row>.*?) -->")
 
 

@@ -34,7 +34,9 @@ def test_python_m_bench_quick_prints_one_row_with_its_ratio():
 def test_write_rewrites_the_sections_run_and_keeps_the_others(tmp_path):
     page = tmp_path / "benchmarks.md"
     page.write_text("# old\n<!-- bench:engine -->\n<!-- row: engine | >= 0.90 | plain | 0.97 | kept | 2026-01-01 -->\n"
-                    "## engine\n\nkept as it was\n\n<!-- /bench:engine -->\n", encoding="utf-8")
+                    "## engine\n\nkept as it was\n\n<!-- /bench:engine -->\n"
+                    "<!-- bench:review under load -->\n<!-- row: review under load | p95 < 2 s | x | 0.6 | kept too | "
+                    "2026-01-01 -->\n## review under load\n\n<!-- /bench:review under load -->\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "phone", "--write", str(page)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -44,4 +46,6 @@ def test_write_rewrites_the_sections_run_and_keeps_the_others(tmp_path):
     phone = text[text.index("<!-- bench:phone -->"):text.index("<!-- /bench:phone -->")]
     assert "```\n" in phone and "PhoneEnv.step" in phone and "(smoke run)" in phone
     table = [line for line in text.splitlines() if line.startswith("| ")]
-    assert [line.split(" | ")[0] for line in table] == ["| benchmark", "| phone", "| engine"]  # BENCHES' order
+    assert "| review under load | p95 < 2 s | x | 0.6 | kept too | 2026-01-01 |" in text  # names with spaces too
+    assert [line.split(" | ")[0] for line in table] == ["| benchmark", "| phone", "| engine",
+                                                        "| review under load"]  # BENCHES' order
