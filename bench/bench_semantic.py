@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
 
 from curation.minhash import MinHasher, char_ngram_hashes  # noqa: E402
 from curation.near_dup import NearDupConfig, near_duplicate_marks  # noqa: E402
-from curation.semantic import anchors, anchors_agree, wordllama_embed, words  # noqa: E402
+from curation.semantic import anchors_agree, statement, wordllama_embed  # noqa: E402
 from curation.signatures import near_call, normalise_instruction  # noqa: E402
 from generators.modelserver.brain import writer_reply  # noqa: E402
 from generators.phone.families import FAMILIES, get_family  # noqa: E402
@@ -90,7 +90,7 @@ def instruction_level(pairs: list[tuple], threshold: float) -> dict[str, np.ndar
     a, b = [p[1] for p in pairs], [p[2] for p in pairs]
     va, vb = wordllama_embed(a), wordllama_embed(b)
     cos = np.einsum("ij,ij->i", va, vb)
-    agree = np.array([anchors_agree(anchors(x), words(x), anchors(y), words(y)) for x, y in zip(a, b)])
+    agree = np.array([anchors_agree(statement(x), statement(y)) for x, y in zip(a, b)])
     texts = [normalise_instruction(t) for t in a + b]
     h, o = char_ngram_hashes(texts, 5)
     sig = MinHasher(128).signatures(h, o, len(texts))

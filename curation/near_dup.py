@@ -44,7 +44,7 @@ import pandas as pd
 
 from curation.marking import marks_frame
 from curation.minhash import MinHasher, band_keys, char_ngram_hashes, optimal_bands, shingle_hash
-from curation.semantic import Embed, anchors, anchors_agree, same_meaning, words
+from curation.semantic import Embed, Statement, anchors, anchors_agree, same_meaning, statement
 from curation.signatures import normalise_instruction
 
 CHECK = "near_duplicate"
@@ -172,7 +172,7 @@ class _Meaning:
         self.families = fam.fillna("").astype(str).to_numpy()
         self.embed, self.threshold = embed, threshold
         self.vectors: dict[str, np.ndarray] = {}
-        self.anchor_memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+        self.statements: dict[int, Statement] = {}
 
     def __call__(self, pairs: np.ndarray) -> np.ndarray:
         if self.embed is None or not len(pairs):
@@ -188,14 +188,14 @@ class _Meaning:
 
     def anchors_ok(self, pairs: np.ndarray) -> np.ndarray:
         """Per pair: the instructions state the same values (their anchors agree)."""
-        memo = self.anchor_memo
+        memo = self.statements
 
-        def aw(i: int):
+        def of(i: int) -> Statement:
             if i not in memo:
-                memo[i] = (anchors(self.texts[i]), words(self.texts[i]))
+                memo[i] = statement(self.texts[i])
             return memo[i]
 
-        return np.array([anchors_agree(*aw(i), *aw(j)) for i, j in pairs.tolist()], dtype=bool)
+        return np.array([anchors_agree(of(i), of(j)) for i, j in pairs.tolist()], dtype=bool)
 
     def lexical_ok(self, pairs: np.ndarray) -> np.ndarray:
         """Same family and anchors agree (the character-gram path of low-signal pairs)."""

@@ -9,12 +9,22 @@ value-like word of one (a number, a time or date, a capitalised name that does n
 sentence, a quoted phrase, a weekday, month or relative day, an e-mail) appears among the
 words of the other. A paraphrase keeps its values and changes the wording; a hard negative
 keeps the wording and changes a value.
+
+What a paraphrase may word differently is not a changed value: an all-capitals abbreviation
+("SMS", "DND", "Q") is vocabulary, not a name; a hyphenated anchor ("45-minute") is found by
+the parts that carry its value ("45 min"); a relative day or time of day ("today", "tonight") that one instruction states and the
+other leaves out entirely (it names no day or time of day at all) is the default the other
+implies; and a surname one gives ("Priya Rossi") that the other leaves out, naming the same first
+name with no other name after it ("Priya"), is the same person. Everything else one states must be
+among the other's words: "Saturday" against "Sunday", "Priya Rossi" against "Priya Khan", a
+list with one more item, each stays two meanings.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -22,6 +32,8 @@ import numpy as np
 Embed = Callable[[list[str]], np.ndarray]  # texts -> unit-length rows
 
 _WORD = re.compile(r"[\w@.'+:/-]+")
+_ABBREVIATION = re.compile(r"^[A-Z]{1,4}$")  # SMS, DND, Q: vocabulary, not a name
+_RELATIVE = frozenset("today tonight tomorrow yesterday weekend morning afternoon evening noon midnight".split())
 _DATE_WORDS = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight yesterday weekend "
     "january february march april may june july august september october november december "
@@ -60,15 +72,60 @@ def anchors(text: str) -> frozenset[str]:
             continue
         opens_sentence = _opens_sentence(text, m.start())
         if (any(c.isdigit() for c in word) or "@" in word or word in _DATE_WORDS
-                or (raw[:1].isupper() and not opens_sentence and word != "i")):
+                or (raw[:1].isupper() and not opens_sentence and word != "i"
+                    and not _ABBREVIATION.match(raw.strip(".,:;!?'\"()[]")))):
             out.add(word)
     return frozenset(out)
 
 
-def anchors_agree(a_anchors: frozenset[str], a_words: frozenset[str], b_anchors: frozenset[str],
-                  b_words: frozenset[str]) -> bool:
-    """Every anchor of each instruction is a word of the other."""
-    return a_anchors <= b_words and b_anchors <= a_words
+@dataclass(frozen=True)
+class Statement:
+    """What an instruction states, for comparing its values with another's (see the module doc)."""
+
+    anchors: frozenset[str]
+    words: frozenset[str]  # with the parts of hyphenated words
+    surnames: dict[str, str]  # surname -> the first name before it
+    named_after: frozenset[str]  # words followed by a capitalised word ("priya" in "Priya Rossi")
+
+
+def _is_name(raw: str) -> bool:
+    word = raw.strip(".,:;!?'\"()[]").removesuffix("'s")
+    return word[:1].isupper() and word.isalpha() and not _ABBREVIATION.match(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def statement(text: str) -> Statement:
+    raw = [m.group(0) for m in _WORD.finditer(text or "")]
+    plain = words(text)
+    parts = {p for w in plain if "-" in w for p in w.split("-") if p}
+    surnames, named_after = {}, set()
+    for first, second in zip(raw, raw[1:]):
+        if _is_name(second):
+            named_after.add(_clean(first))
+            if _is_name(first):
+                surnames[_clean(second)] = _clean(first)
+    return Statement(anchors(text), plain | parts, surnames, frozenset(named_after))
+
+
+def _value_parts(word: str) -> set[str]:
+    """The parts of a hyphenated anchor that carry its value: those with digits ("45" of
+    "45-minute"), else all ("wi", "fi")."""
+    parts = {p for p in word.split("-") if p}
+    return {p for p in parts if any(c.isdigit() for c in p)} or parts
+
+
+def _unmatched(a: Statement, b: Statement) -> set[str]:
+    """The anchors of ``a`` that ``b`` does not state (allowing the wordings of the module doc)."""
+    left = {w for w in a.anchors - b.words if not ("-" in w and _value_parts(w) <= b.words)}
+    if left & _RELATIVE and not b.words & _DATE_WORDS:
+        left -= _RELATIVE
+    return {w for w in left
+            if not (w in a.surnames and a.surnames[w] in b.words and a.surnames[w] not in b.named_after)}
+
+
+def anchors_agree(a: Statement, b: Statement) -> bool:
+    """Each instruction states every value of the other."""
+    return not _unmatched(a, b) and not _unmatched(b, a)
 
 
 def same_meaning(texts: Sequence[str], families: Sequence[str], vectors: np.ndarray, pairs: np.ndarray,
@@ -82,16 +139,8 @@ def same_meaning(texts: Sequence[str], families: Sequence[str], vectors: np.ndar
                           for s in range(0, len(pairs), 100_000)])
     fam = np.asarray(families, dtype=object)
     ok = (cos >= threshold) & (fam[pairs[:, 0]] == fam[pairs[:, 1]])
-    memo: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-
-    def aw(i: int) -> tuple[frozenset[str], frozenset[str]]:
-        if i not in memo:
-            memo[i] = (anchors(texts[i]), words(texts[i]))
-        return memo[i]
-
     for k in np.flatnonzero(ok):
-        i, j = int(pairs[k, 0]), int(pairs[k, 1])
-        ok[k] = anchors_agree(*aw(i), *aw(j))
+        ok[k] = anchors_agree(statement(texts[int(pairs[k, 0])]), statement(texts[int(pairs[k, 1])]))
     return ok
 
 
