@@ -10,7 +10,7 @@ gets one mark per step, and the funnel counts what each step marked.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +44,8 @@ class CascadeConfig:
     review_rate: float = 0.05
     pii_kinds: tuple[str, ...] = PII_KINDS
     workers: int = 1  # processes replay may spread over (a large round's replays only)
+    # a Dask cluster's executor (a round on ``round.runner = "dask"``): replay's chunks go to its workers
+    executor: Executor | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -123,12 +125,13 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     # replay is most of the work: when it runs in worker processes, the steps that do not need its marks
     # run here meanwhile (in this process, two busy threads would only take turns)
     with ThreadPoolExecutor(1, thread_name_prefix="replay") as pool:
-        hashing = pool.submit(plan.hashes, inp.replay, config.workers) if plan.spreads(config.workers) else None
+        spread = plan.spreads(config.workers, config.executor)
+        hashing = pool.submit(plan.hashes, inp.replay, config.workers, config.executor) if spread else None
         heur, _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
         keys = timed("exact_keys", exact_keys, ep, st, calls)
         exact = timed("exact_duplicate", exact_duplicate_marks, ep, keys, inp.prior_exact)
         pii = timed("pii", pii_marks, ep, st, config.pii_kinds)
-        hashes = hashing.result() if hashing is not None else plan.hashes(inp.replay, config.workers)
+        hashes = hashing.result() if hashing is not None else plan.hashes(inp.replay)
         replay = timed("replay", plan.marks, hashes)
     seconds["replay"] = round(time.perf_counter() - t0, 3)  # from its plan to its marks, the others meanwhile
     out += [replay, heur, exact]
@@ -138,10 +141,11 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
     if inp.prior_near is not None and len(inp.prior_near[0]):
         prior_ep, prior_st = inp.prior_near[0], planner_steps(inp.prior_near[1])
         near = timed("near_duplicate", near_duplicate_marks_with_history, ep, st, calls["near_call"], eligible, rate,
-                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"], inp.embed)
+                     config.near_dup, prior_ep, prior_st, call_columns(prior_st)["near_call"], inp.embed,
+                     config.executor)
     else:
         near = timed("near_duplicate", near_duplicate_marks, ep, st, calls["near_call"], eligible, rate, config.near_dup,
-                     embed=inp.embed)
+                     embed=inp.embed, executor=config.executor)
     if inp.prior_cross is not None and len(inp.prior_cross[0]):
         cross_ep, cross_st = inp.prior_cross[0], planner_steps(inp.prior_cross[1])
         near = timed("near_duplicate_cross_split", cross_split_marks, near, ep, st, calls["near_call"], eligible, rate,

@@ -37,12 +37,14 @@ other member points to it by its stable episode id.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
+from warehouse.parallel import map_chunks
 from curation.minhash import MinHasher, band_keys, char_ngram_hashes, optimal_bands, shingle_hash
 from curation.semantic import Embed, Statement, anchors, anchors_agree, same_meaning, statement
 from curation.signatures import normalise_instruction
@@ -69,23 +71,36 @@ class NearDupConfig:
         return optimal_bands(self.lsh_threshold, self.num_perm)
 
 
-def _candidate_pairs(keys: np.ndarray) -> np.ndarray:
-    """(i, j) pairs, i < j, that share a bucket in any band: neighbours in bucket order
-    plus each member with its bucket's first (enough to connect every bucket)."""
-    n, bands = keys.shape
+# From this many episodes, a round on a Dask cluster searches the LSH bands on the cluster's
+# workers (a band each); below it, shipping the band columns costs more than the search.
+BANDS_SPREAD_FROM = 200_000
+
+
+def _band_pairs(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """Per band (one column of bucket keys), the (i, j) pairs that share a bucket: neighbours
+    in bucket order plus each member with its bucket's first (enough to connect every bucket)."""
     out = []
-    pos = np.arange(n)
-    for b in range(bands):
-        order = np.argsort(keys[:, b], kind="stable")
-        k = keys[order, b]
+    for column in columns:
+        pos = np.arange(len(column))
+        order = np.argsort(column, kind="stable")
+        k = column[order]
         same_as_prev = np.r_[False, k[1:] == k[:-1]]
-        if not same_as_prev.any():
-            continue
-        group_start = np.maximum.accumulate(np.where(~same_as_prev, pos, 0))
         members = np.flatnonzero(same_as_prev)
-        out.append(np.stack([order[members - 1], order[members]], axis=1))  # chain
+        group_start = np.maximum.accumulate(np.where(~same_as_prev, pos, 0))
         far = members[members - 1 != group_start[members]]
-        out.append(np.stack([order[group_start[far]], order[far]], axis=1))  # star
+        out.append(np.concatenate([np.stack([order[members - 1], order[members]], axis=1),  # chain
+                                   np.stack([order[group_start[far]], order[far]], axis=1)]))  # star
+    return out
+
+
+def _candidate_pairs(keys: np.ndarray, executor: Executor | None = None) -> np.ndarray:
+    """(i, j) pairs, i < j, that share a bucket in any band (searched band by band, on
+    ``executor``'s workers for a large round)."""
+    n, bands = keys.shape
+    columns = [np.ascontiguousarray(keys[:, b]) for b in range(bands)]
+    out = map_chunks(_band_pairs, columns, workers=1, chunk=1, least=2,
+                     executor=executor if n >= BANDS_SPREAD_FROM else None)
+    out = [p for p in out if len(p)]
     if not out:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(out)
@@ -260,6 +275,7 @@ def near_duplicate_marks(
     config: NearDupConfig = NearDupConfig(),
     anchors: np.ndarray | None = None,
     embed: Embed | None = None,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """A ``near_duplicate`` mark per episode.
 
@@ -267,14 +283,15 @@ def near_duplicate_marks(
     are marked ``not_compared``. ``anchors`` flags rows from earlier rounds: they take
     part in clusters and are kept before any other member (earlier rounds' decisions
     stand), but get no mark of their own. ``embed`` (unit vectors of texts) adds the
-    semantic step; without it instructions compare by character grams only."""
+    semantic step; without it instructions compare by character grams only. ``executor`` (a
+    Dask cluster's) searches the LSH bands of a large round on the cluster."""
     hasher = MinHasher(config.num_perm)
     call_sig, instr_sig, has_calls, informative = signatures(episodes, steps, near_calls, hasher, config.ngram)
     meaning = _Meaning(episodes, embed, config.semantic_threshold)
     bands, rows = config.bands()
     idx = np.flatnonzero(eligible & has_calls)
     keys = band_keys(call_sig[idx], bands, rows)
-    pairs = idx[_candidate_pairs(keys)] if len(idx) else np.zeros((0, 2), dtype=np.int64)
+    pairs = idx[_candidate_pairs(keys, executor)] if len(idx) else np.zeros((0, 2), dtype=np.int64)
     if len(pairs):  # calls with little signal: the instruction decides (below)
         pairs = pairs[informative[pairs[:, 0]] | informative[pairs[:, 1]]]
     low = _low_signal_pairs(call_sig, np.flatnonzero(eligible & has_calls & ~informative), meaning.families,
@@ -359,6 +376,7 @@ def near_duplicate_marks_with_history(
     prior_steps: pd.DataFrame,
     prior_near_calls: pd.Series,
     embed: Embed | None = None,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """Near-duplicate marks for ``episodes``, also against earlier rounds' representatives.
 
@@ -378,6 +396,6 @@ def near_duplicate_marks_with_history(
     ], ignore_index=True).sort_values(["episode_id", "index"], kind="stable").reset_index(drop=True)
     marks = near_duplicate_marks(
         all_ep, all_steps, all_steps["near"], all_ep["_eligible"].to_numpy(dtype=bool), task_success_rate, config,
-        anchors=all_ep["_anchor"].to_numpy(dtype=bool), embed=embed,
+        anchors=all_ep["_anchor"].to_numpy(dtype=bool), embed=embed, executor=executor,
     )
     return marks.set_index("episode_id").loc[episodes["episode_id"]].reset_index()[list(marks.columns)]

@@ -9,6 +9,7 @@ replay from and are marked ``not_replayable`` (routing sends them to people).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 import hashlib
 from functools import partial
 
@@ -118,13 +119,14 @@ class ReplayPlan:
             if key not in self.jobs:
                 self.jobs[key] = [(kinds[j], tools[j], args[j]) for j in range(lo, hi)]
 
-    def spreads(self, workers: int) -> bool:
-        """Whether :meth:`hashes` runs in worker processes."""
-        return spreads(-(-len(self.jobs) // CHUNK), workers, _least_chunks())
+    def spreads(self, workers: int, executor: Executor | None = None) -> bool:
+        """Whether :meth:`hashes` runs in worker processes (or ``executor``'s, a cluster's)."""
+        return spreads(-(-len(self.jobs) // CHUNK), workers, _least_chunks(), executor)
 
-    def hashes(self, replay: ReplayFn = replay_hash, workers: int = 1) -> dict[tuple[str, str], str]:
+    def hashes(self, replay: ReplayFn = replay_hash, workers: int = 1,
+               executor: Executor | None = None) -> dict[tuple[str, str], str]:
         """Each job's final hash (or ``error: ...``)."""
-        return _replayed(self.jobs, self.tasks, replay, workers)
+        return _replayed(self.jobs, self.tasks, replay, workers, executor)
 
     def marks(self, hashes: dict[tuple[str, str], str]) -> pd.DataFrame:
         """The marks, given :meth:`hashes`."""
@@ -144,7 +146,7 @@ class ReplayPlan:
 
 
 def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], replay: ReplayFn,
-              workers: int) -> dict[tuple[str, str], str]:
+              workers: int, executor: Executor | None = None) -> dict[tuple[str, str], str]:
     """The final hash (or ``error: ...``) of each job, in worker processes when it pays. A chunk
     carries its own tasks (as Arrow rows when ``tasks`` holds them so): building the specs is the
     workers' job too."""
@@ -154,7 +156,7 @@ def _replayed(jobs: dict[tuple[str, str], list], tasks: Mapping[str, TaskSpec], 
     work = list(zip(_tasks_of(tasks, groups), [[(tid, jobs[tid, d]) for tid, d in chunk] for chunk in chunks],
                     strict=True))
     parts = map_chunks(partial(_replay_chunks, replay=replay), work, workers=workers, chunk=1,
-                       least=_least_chunks())
+                       least=_least_chunks(), executor=executor)
     return dict(zip(keys, (h for part in parts for h in part), strict=True))
 
 

@@ -25,7 +25,7 @@ from flows.interrupt import keep_stopping_at_once
 from flows.planning import refresh_proposal
 from flows.prefect_window import publish, rename_this_run, round_markdown
 from flows.progress import RoundProgress
-from flows.runners import cluster_lost, collects_inline, runner_kind, task_runner, workers
+from flows.runners import cluster_executor, cluster_lost, collects_inline, runner_kind, task_runner, workers
 from flows.stages.collect import collect_shards, shard_keys, shard_slots
 from flows.stages.context import open_store, run_log, settings_doc
 from flows.stages.curate import curate_task
@@ -146,7 +146,8 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
                             round_id=round_id) as bar:
             collect_shards(store, round_id, todo, doc, bar.advance, n_workers=n_workers, inline=inline,
                            model=plan.get("policy", {}).get("name") == "openai")
-        curate_task(round_id, doc, show_progress)
+        with cluster_executor(runner) as executor:
+            curate_task(round_id, doc, show_progress, executor)
         killpoints.reached("round.curated")
         finish_round(store, round_id)
         refresh_proposal(store, settings, selected_families(settings))  # for the release page

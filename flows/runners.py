@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -143,3 +145,17 @@ def cluster_lost(settings: Settings, exc: BaseException) -> OrchestratorError | 
     where = _dask_address(settings) if settings.round.dask_address else "(the local cluster)"
     return OrchestratorError(f"lost the Dask cluster at {where} mid-round ({first_line(exc).rstrip('.')}); the "
                              "shards committed so far are kept: rerun to finish the round")
+
+
+@contextmanager
+def cluster_executor(runner: str) -> Iterator[Executor | None]:
+    """The flow's Dask cluster as an executor (None when the round does not run on Dask): a large
+    round's replay and near-duplicate search go to the workers that collected it. Call it inside
+    the flow, whose task runner holds the cluster."""
+    if runner != "dask":
+        yield None
+        return
+    from prefect_dask import get_dask_client
+
+    with get_dask_client() as client:
+        yield client.get_executor()

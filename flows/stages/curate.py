@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +27,11 @@ from warehouse.settings import Settings
 from warehouse.store import Store
 
 
-def cascade_config(settings: Settings | None) -> CascadeConfig:
-    """The cascade's knobs from the settings' ``[curation]`` table."""
+def cascade_config(settings: Settings | None, executor: Executor | None = None) -> CascadeConfig:
+    """The cascade's knobs from the settings' ``[curation]`` table; ``executor``: the round's Dask
+    cluster, where replay and the near-duplicate search of a large round run."""
     if settings is None:
-        return CascadeConfig()
+        return CascadeConfig(executor=executor)
     c = settings.curation
     return CascadeConfig(
         near_dup=NearDupConfig(threshold=c.near_dup_threshold, action_weight=c.near_dup_action_weight,
@@ -38,6 +40,7 @@ def cascade_config(settings: Settings | None) -> CascadeConfig:
         review_rate=c.review_sample_rate,
         pii_kinds=tuple(c.pii_kinds),
         workers=workers(settings),
+        executor=executor,
     )
 
 
@@ -132,11 +135,12 @@ CURATE_KEY = "curate-v1"
 
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None,
-                         on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+                         on_step: Callable[[str], None] | None = None,
+                         executor: Executor | None = None) -> dict[str, Any]:
     """Run the cascade on a round and commit its marks; returns the funnel."""
     inputs = cascade_input(store, round_id, settings)
     try:
-        result = run_cascade(inputs, cascade_config(settings), on_step=on_step)
+        result = run_cascade(inputs, cascade_config(settings, executor), on_step=on_step)
     finally:
         close_judges(list(inputs.judges))
     killpoints.reached("curate.marked")
@@ -153,11 +157,12 @@ def curate_round(store: Store, round_id: str, settings: Settings | None = None,
 
 
 def curate_round_logged(store: Store, round_id: str, settings: Settings | None = None,
-                        on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+                        on_step: Callable[[str], None] | None = None,
+                        executor: Executor | None = None) -> dict[str, Any]:
     """:func:`curate_round`, with the funnel logged to the run (empty result when already curated)."""
     if CURATE_KEY in store.done_keys(round_id, "marks"):
         return {"marks": 0, "funnel": None, "seconds": {}}
-    result = curate_round_cascade(store, round_id, CURATE_KEY, settings, on_step)
+    result = curate_round_cascade(store, round_id, CURATE_KEY, settings, on_step, executor)
     run_log().info(funnel_line(round_id, result["funnel"]))
     return result
 
@@ -170,9 +175,11 @@ def funnel_line(round_id: str, funnel: dict[str, Any]) -> str:
 
 
 @task(name="curate", cache_policy=NO_CACHE)
-def curate_task(round_id: str, settings: SettingsDoc, show_progress: bool = False) -> int:
-    """The cascade over the round, with a progress bar over its steps on a terminal."""
+def curate_task(round_id: str, settings: SettingsDoc, show_progress: bool = False,
+                executor: Executor | None = None) -> int:
+    """The cascade over the round, with a progress bar over its steps on a terminal; ``executor``:
+    the round's Dask cluster (see :func:`cascade_config`)."""
     cfg = open_settings(settings)
     store = open_store(cfg)
     with StepProgress(enabled=show_progress, total=len(STEPS), label=f"{round_id} curating", unit="checks") as bar:
-        return curate_round_logged(store, round_id, cfg, on_step=lambda _: bar.advance())["marks"]
+        return curate_round_logged(store, round_id, cfg, on_step=lambda _: bar.advance(), executor=executor)["marks"]
