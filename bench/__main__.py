@@ -45,7 +45,7 @@ BENCHES = [
     Bench("model round", "bench_model_round.py", "plain asyncio + openai", ">= 1.5",
           r"ratio round / plain loop: (?P<ratio>[\d.]+).*"),
     Bench("curation+exports", "bench_curation.py", "the smaller size", "see targets line", r"targets at .*"),
-    Bench("review", "bench_review.py", "small warehouse", "queue < 1 s, episode < 1.5 s",
+    Bench("review", "bench_review.py", "100 episodes (vs 1,000,000)", "at 1M: queue < 0.5 s, episode < 1 s",
           r"^queue\s+[\d.]+s\s+[\d.]+s\s+(?P<ratio>[\d.]+)"),
     Bench("review under load", "bench_review_load.py", "20 reviewers, 100k episodes", "p95 open < 2 s, stored once",
           r"^episode open p95 (?P<ratio>[\d.]+) s.*"),

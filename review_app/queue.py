@@ -1,9 +1,11 @@
 """The review queue: what people should look at first, filtered and paginated in DuckDB.
 
 Order: episodes curation routed to people (a ``routing`` mark that did not pass), then
-failures, then the rest (the sample), each by episode id. Only one page of rows leaves
-DuckDB, with the total from a window count in the same query, so a warehouse of
-100,000 episodes opens as fast as one of 100.
+failures, then the rest (the sample), each by episode id. Each episode's narrow queue row
+(ids, family, outcome, rank) is joined from the Parquet shards once per set of shards and
+kept in memory (:func:`review_app.data.warehouse_cursor`); a render joins only the review
+state to it, and only one page of rows leaves DuckDB, with the total from a window count in
+the same query.
 """
 
 from __future__ import annotations
@@ -45,9 +47,14 @@ class QueueFilter:
     text: str = ""  # in the instruction, or in a tool call's name or arguments (any case)
 
 
-_ROUTED_CTE = f"routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})"
-# the queue's order is (_RANK, episode id): routed first, then failures, then the rest
-_RANK = "CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END"
+# the queue's order is (rank, episode id): routed first, then failures, then the rest
+QUEUE_ROWS = f"""
+    WITH routed AS (SELECT DISTINCT episode_id, true AS routed FROM marks WHERE {ROUTED})
+    SELECT e.episode_id, e.round_id, e.family, e.split, e.policy, e.task_id, o.success, o.progress, o.steps,
+           coalesce(r.routed, false) AS routed,
+           CASE WHEN coalesce(r.routed, false) THEN 0 WHEN NOT o.success THEN 1 ELSE 2 END AS rank
+    FROM episodes e JOIN outcomes o USING (episode_id) LEFT JOIN routed r USING (episode_id)
+"""
 
 
 @dataclass
@@ -62,10 +69,10 @@ def _conditions(flt: QueueFilter, user: User) -> tuple[str, list[str], list[Any]
     where = [STATUS_FILTERS[flt.status]]
     params: list[Any] = [user.name] if "?" in STATUS_FILTERS[flt.status] else []
     if flt.families:
-        where.append("e.family IN (SELECT unnest(?::VARCHAR[]))")
+        where.append("q.family IN (SELECT unnest(?::VARCHAR[]))")
         params.append(flt.families)
     if flt.success is not None:
-        where.append("o.success = ?")
+        where.append("q.success = ?")
         params.append(flt.success)
     joins = ""
     if flt.capabilities:
@@ -73,7 +80,7 @@ def _conditions(flt: QueueFilter, user: User) -> tuple[str, list[str], list[Any]
         where.append("len(list_intersect(t.capabilities, ?::VARCHAR[])) > 0")
         params.append(flt.capabilities)
     if flt.marks:
-        where.append("e.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
+        where.append("q.episode_id IN (SELECT episode_id FROM marks WHERE mark IN (SELECT unnest(?::VARCHAR[])))")
         params.append(flt.marks)
     if flt.text.strip():
         where.append(_TEXT)
@@ -82,7 +89,7 @@ def _conditions(flt: QueueFilter, user: User) -> tuple[str, list[str], list[Any]
 
 
 # a literal substring (strpos, not LIKE: % and _ in what is searched for are only themselves)
-_TEXT = """(strpos(lower(e.instruction), ?) > 0 OR e.episode_id IN (
+_TEXT = """(q.episode_id IN (SELECT episode_id FROM episodes WHERE strpos(lower(instruction), ?) > 0) OR q.episode_id IN (
     SELECT episode_id FROM steps
     WHERE strpos(lower(coalesce(action_tool, '')), ?) > 0 OR strpos(lower(coalesce(action_arguments, '')), ?) > 0))"""
 
@@ -95,22 +102,18 @@ def queue_page(
         raise ValueError(f"unknown status filter {flt.status!r}")
     if any("\x00" in r for r in flt.round_ids):  # no round has such an id (and PostgreSQL refuses one)
         return QueuePage([], 0, offset)
-    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap(), QUEUE_ROWS)
     joins, where, params = _conditions(flt, user)
     # Only narrow columns go through the sort; the page's text and marks are fetched after.
     sql = f"""
-        WITH {_ROUTED_CTE}
-        SELECT e.episode_id, e.round_id, e.family, e.split, e.policy, o.success, o.progress, o.steps,
-               coalesce(r.routed, false) AS routed,
+        SELECT q.episode_id, q.round_id, q.family, q.split, q.policy, q.success, q.progress, q.steps, q.routed,
                coalesce(s.status, 'unreviewed') AS status, s.final, coalesce(s.reviewers, []) AS reviewers,
                count(*) OVER () AS total
-        FROM episodes e
-        JOIN outcomes o USING (episode_id)
-        LEFT JOIN routed r USING (episode_id)
+        FROM queue_rows q
         LEFT JOIN status s USING (episode_id)
         {joins}
         WHERE {' AND '.join(where)}
-        ORDER BY {_RANK}, e.episode_id
+        ORDER BY q.rank, q.episode_id
         LIMIT ? OFFSET ?
     """
     cols = ["episode_id", "round_id", "family", "split", "policy", "success", "progress", "steps", "routed", "status", "final", "reviewers", "total"]
@@ -160,20 +163,17 @@ def next_episode(
         raise ValueError(f"unknown status filter {flt.status!r}")
     if any("\x00" in r for r in flt.round_ids):
         return None
-    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap(), QUEUE_ROWS)
     joins, where, params = _conditions(flt, user)
-    ranked = f"""
-        SELECT e.episode_id, e.round_id, {_RANK} AS rank
-        FROM episodes e
-        JOIN outcomes o USING (episode_id)
-        LEFT JOIN routed r USING (episode_id)
+    ranked = """
+        SELECT q.episode_id, q.round_id, q.rank
+        FROM queue_rows q
         LEFT JOIN status s USING (episode_id)
-        {{joins}}
-        {{where}}
+        {joins}
+        {where}
     """
     sql = f"""
-        WITH {_ROUTED_CTE},
-        here AS (SELECT rank, episode_id FROM ({ranked.format(joins="", where="WHERE e.episode_id = ?")}) LIMIT 1),
+        WITH here AS (SELECT rank, episode_id FROM ({ranked.format(joins="", where="WHERE q.episode_id = ?")}) LIMIT 1),
         q AS ({ranked.format(joins=joins, where="WHERE " + " AND ".join(where))})
         SELECT q.episode_id, q.round_id,
                here.rank IS NOT NULL AND (q.rank, q.episode_id) <= (here.rank, here.episode_id) AS wrapped
@@ -204,19 +204,16 @@ def matching_episodes(
         raise ValueError(f"unknown status filter {flt.status!r}")
     if any("\x00" in r for r in flt.round_ids):
         return []
-    con = review_connection(store, flt.round_ids or None, overlap or Overlap())
+    con = review_connection(store, flt.round_ids or None, overlap or Overlap(), QUEUE_ROWS)
     joins, where, params = _conditions(flt, user)
     sql = f"""
-        WITH {_ROUTED_CTE}
-        SELECT e.episode_id, e.round_id, e.family, o.success, e.policy = ? AS reference,
+        SELECT q.episode_id, q.round_id, q.family, q.success, q.policy = ? AS reference,
                coalesce(list_contains(s.reviewers, ?), false) AS mine
-        FROM episodes e
-        JOIN outcomes o USING (episode_id)
-        LEFT JOIN routed r USING (episode_id)
+        FROM queue_rows q
         LEFT JOIN status s USING (episode_id)
         {joins}
         WHERE {' AND '.join(where)}
-        ORDER BY {_RANK}, e.episode_id
+        ORDER BY q.rank, q.episode_id
         LIMIT ?
     """
     cols = ["episode_id", "round_id", "family", "success", "reference", "mine"]

@@ -83,6 +83,21 @@ def test_queue_pages_cover_every_episode_once(tmp_path):
     assert sorted(seen) == sorted(ids)
 
 
+def test_the_queue_shows_a_new_round_and_its_curation_as_soon_as_they_are_committed(tmp_path):
+    # the queue's rows are kept in memory per set of shards: a commit must never leave them stale
+    store = Store(tmp_path / "d")
+    first = make_round(store, n_tasks=3)
+    make_accounts(store)
+    ann = accounts.User("ann", "reviewer")
+    assert queue.queue_page(store, ann, queue.QueueFilter()).total == 3
+    second = make_round(store, n_tasks=4, families=("F03", "F04"))
+    page = queue.queue_page(store, ann, queue.QueueFilter(), limit=50)
+    assert page.total == 7 and sorted(r["episode_id"] for r in page.rows) == sorted(first + second)
+    assert queue.queue_page(store, ann, queue.QueueFilter(round_ids=["r0002"])).total == 4
+    after = queue.next_episode(store, ann, queue.QueueFilter(), page.rows[-1]["episode_id"])
+    assert after is not None and after.wrapped and after.episode_id == page.rows[0]["episode_id"]
+
+
 def test_the_review_data_layer_reads_a_bucket(tmp_path, s3_server):
     """The app's pages read an s3:// warehouse: the queue, an episode, a decision's effect on the
     funnel; a second reviewer's machine (an empty read cache) sees the same."""
