@@ -165,3 +165,19 @@ def test_rl_and_verl_leave_out_a_task_without_requirements_and_its_score_is_refu
         compute_score("x", "", task.model_dump_json())
     with pytest.raises(NoVerifier):
         replay_score(task, [])
+
+
+def test_an_import_without_a_verifier_still_exports_to_the_sft_formats(exported, tmp_path):
+    """The verifier refuses a task with no requirements, and no export but the RL ones asks it: the
+    imported conversation is a training row of every SFT format."""
+    store, _, _ = exported
+    imported = {t.task_id for t in iter_records(store.duck(), "tasks") if not t.requirements}
+    ids = [e for (e,) in store.duck().execute("SELECT episode_id FROM episodes").fetchall()]
+    from types import SimpleNamespace
+    approved = {e: SimpleNamespace(decision="approve", reviewer="t", first_wrong_step=None, recovered=False) for e in ids}
+    assert imported
+    for fmt in ("openai", "sharegpt", "trl", "adp"):
+        result, manifest = export(store, tmp_path / fmt, fmt=fmt, include_verified=False, decisions=approved)
+        rows = [json.loads(line) for path in result.paths if path.suffix == ".jsonl" for line in path.read_text().splitlines()]
+        tasks = {(r.get("metadata") or r.get("details") or {}).get("task_id") for r in rows}
+        assert imported <= tasks, (fmt, manifest["excluded"])
