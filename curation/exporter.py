@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from warehouse import killpoints
-from warehouse.errors import InputError
+from warehouse.errors import InputError, one_line
 
 PARQUET_BATCH = 2048
 _writing: set[Path] = set()  # version directories this process is writing now (not stale, though ours)
@@ -88,7 +88,8 @@ def _plain_name(name: str) -> bool:
 
 def _marks(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """Our marks: the hidden names of export ``name``'s version directories, and of its link being made."""
-    return re.compile(rf"\.{re.escape(name)}\.export-(\d+)-[0-9a-f]{{8}}"), re.compile(rf"\.{re.escape(name)}\.link-(\d+)")
+    escaped = re.escape(name)
+    return re.compile(rf"\.{escaped}\.export-(\d+)-[0-9a-f]{{8}}"), re.compile(rf"\.{escaped}\.link-(\d+)")
 
 
 def linked_version(out_dir: Path, name: str) -> str | None:
@@ -97,11 +98,12 @@ def linked_version(out_dir: Path, name: str) -> str | None:
     link = out_dir / name
     if not link.is_symlink():
         if link.exists():
-            raise InputError(f"{link} is in the way: an export of {name} is a link there to its files; move it away")
+            raise InputError(f"{one_line(str(link))} is in the way: an export of {name} is a link there to its "
+                             "files; move it away")
         return None
     target = os.readlink(link)
     if not _marks(name)[0].fullmatch(target):
-        raise InputError(f"{link} links to {target}, not to an export of {name}; move it away")
+        raise InputError(f"{one_line(str(link))} links to {one_line(target)}, not to an export of {name}; move it away")
     return target
 
 
@@ -123,7 +125,7 @@ def remove_stale_versions(out_dir: Path, name: str) -> None:
     export that was killed or failed: those of a process that is gone, or of this one but not
     being written."""
     current, marks = linked_version(out_dir, name), _marks(name)
-    for entry in os.scandir(out_dir):
+    for entry in sorted(os.scandir(out_dir), key=lambda e: e.name):
         found = marks[0].fullmatch(entry.name) or marks[1].fullmatch(entry.name)
         if found is None or entry.name == current:
             continue
@@ -158,9 +160,9 @@ def remove_flat_export(out_dir: Path, name: str) -> None:
     the files its manifest lists and a killed swap's journal names, then the journal and the
     manifest last (a kill midway leaves the list for the next export)."""
     manifest, journal = out_dir / f"{name}.manifest.json", out_dir / f".{name}.swap.json"
-    for file in sorted(set(_listed(manifest)) | set(_journalled(journal))):
+    for file in sorted({n for n in [*_listed(manifest), *_journalled(journal)] if _plain_name(n) and n != name}):
         path = out_dir / file
-        if _plain_name(file) and file != name and (path.is_symlink() or path.is_file()):
+        if path.is_symlink() or path.is_file():
             path.unlink(missing_ok=True)
     for path in (journal, manifest):
         if path.is_file() and not path.is_symlink():

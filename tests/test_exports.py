@@ -255,8 +255,8 @@ def test_an_export_in_the_flat_layout_of_earlier_versions_is_removed_by_the_firs
         (out / name).write_text("old")
     (out / "openai-chat.manifest.json").write_text(json.dumps(
         {"files": {"openai-chat.train.jsonl": {}, "openai-chat.dev.jsonl": {}, "../notes.txt": {}, "openai-chat": {}}}))
-    (out / ".openai-chat.swap.json").write_text(json.dumps(
-        {"manifest": [], "remove": [], "moves": [[".openai-chat.test.jsonl.tmp-1", "openai-chat.test.jsonl"]]}))
+    (out / ".openai-chat.swap.json").write_text(json.dumps(  # hostile names in it are passed over
+        {"manifest": [], "remove": [["x"], {"y": 1}, None], "moves": [[".openai-chat.test.jsonl.tmp-1", "openai-chat.test.jsonl"]]}))
     with ExportWriter(out, "openai-chat") as writer:
         writer.write("train", {"x": 1})
         writer.finish({"format": "openai"})

@@ -89,7 +89,7 @@ def test_a_reviewer_approves_an_imported_episode_and_it_is_exported(tmp_path):
     out = tmp_path / "ex"
     proc = flywheel("export", "--round", "r0001", "--out", str(out), env=cli_env(None), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for f in sorted(out.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    rows = [json.loads(line) for f in sorted(out.glob("openai-chat/*.jsonl")) for line in f.read_text().splitlines()]
     assert [r["metadata"]["episode_id"] for r in rows] == [bob]
 
 
