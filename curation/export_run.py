@@ -172,10 +172,10 @@ def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Itera
     specs = [rec["task_spec"] for rec in tasks]
     names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
     writer.schema = verl_schema(names)
-    spec_file = writer.out_dir / "verl.task-specs.jsonl"
+    spec_file = writer.published("verl.task-specs.jsonl")  # through the export's link: the finished export's
     writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
-    writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file.resolve())))
-    writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file.resolve())))
+    writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file)))
+    writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file)))
     writer.attach("verl.reward.py", REWARD_MODULE)
     writer.attach("verl.dataset.py", DATASET_MODULE)
     tally.rewards = reward_table(specs)
@@ -226,7 +226,7 @@ def run_export(
         for split, row in rows:
             writer.write(split, row)
         if fmt == "trl" and writer.sinks:
-            writer.attach("README.md", dataset_card({split: sink.final.name for split, sink in sorted(writer.sinks.items())}))
+            writer.attach("README.md", dataset_card({split: sink.path.name for split, sink in sorted(writer.sinks.items())}))
         funnels = funnel_mod.funnel(con, rounds)
         manifest = {
             "format": fmt,

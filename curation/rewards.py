@@ -29,13 +29,11 @@ from typing import Any
 
 from generators.phone import PhoneEnv
 from generators.phone.tools import META_SCHEMAS
+from generators.phone.verifier import NoVerifier as NoVerifier  # the verifier's refusal, raised here too
+from generators.phone.verifier import verifiable
 from warehouse.contract import Action, TaskSpec
 
 Call = tuple[str, Any]
-
-
-class NoVerifier(ValueError):
-    """A task with no requirements: nothing can tell a good rollout from a bad one."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +79,7 @@ def action_of(i: int, name: str, args: Any) -> Action:
 
 def run(task: TaskSpec, calls: list[Call]) -> Rollout:
     """Run ``calls`` on a fresh world of ``task`` through the one environment step function."""
-    if not task.requirements:
-        raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
-    env = PhoneEnv(task)
+    env = PhoneEnv(verifiable(task))
     env.reset()
     steps = 0
     for i, (name, args) in enumerate(calls):

@@ -7,7 +7,7 @@ custom reward signature (``custom_reward_function.path`` / ``.name``; ``reward_k
 the rollout's tool calls are replayed in order through the one environment step function, and
 :func:`curation.rewards.reward` is the score (no action, no reward; see there). Tool calls are read
 as verl's Hermes tool parser writes them: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
-A task with no requirements is refused (:class:`curation.rewards.NoVerifier`), never scored.
+A task with no requirements is refused (:class:`generators.phone.verifier.NoVerifier`), never scored.
 
 ``PhoneTool`` is the ``class_name`` of every tool in the exported tools YAML: verl builds one per
 tool schema and calls ``create`` / ``execute`` / ``calc_reward`` / ``release``. Each instance runs
@@ -27,9 +27,10 @@ import re
 import uuid
 from typing import Any
 
-from curation.rewards import NoVerifier, RewardOptions, reward
+from curation.rewards import RewardOptions, reward
 from curation.rewards import action_of as _action
 from generators.phone import PhoneEnv
+from generators.phone.verifier import verifiable
 from warehouse.contract import TaskSpec
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
@@ -65,9 +66,7 @@ def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
 def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, bool]:
     """(progress, success) of running ``calls`` on a fresh world of ``task`` through the environment
     (the verifier's own view; the reward is :func:`curation.rewards.reward`)."""
-    if not task.requirements:
-        raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
-    env = PhoneEnv(task)
+    env = PhoneEnv(verifiable(task))
     env.reset()
     for i, (name, args) in enumerate(calls):
         if env.done:

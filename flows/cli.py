@@ -240,7 +240,7 @@ def review(
 
 @app.command()
 def export(
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the export into.")] = Path("exports"),
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the export into: its files go into DIR/NAME (e.g. exports/openai-chat/).")] = Path("exports"),
     fmt: Annotated[
         str,
         typer.Option(
@@ -303,11 +303,13 @@ def export(
                   f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
     if as_json:
         _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
-                     "excluded": manifest["excluded"], "out": str(out_dir), "manifest": str(result.manifest_path)})
+                     "excluded": manifest["excluded"], "out": str(result.manifest_path.parent),
+                     "manifest": str(result.manifest_path)})
         return
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(manifest["excluded"].items())) or "none"
     splits = ", ".join(f"{k} {v}" for k, v in manifest["splits"].items()) or "nothing"
-    out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {out_dir}", markup=False, highlight=False)
+    out.print(f"Exported {result.rows} {manifest['unit']} rows ({splits}) to {result.manifest_path.parent}",
+              markup=False, highlight=False)
     out.print(f"Left out: {excluded}")
     out.print(f"Manifest: {result.manifest_path}", markup=False, highlight=False)
 

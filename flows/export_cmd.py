@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,12 +82,9 @@ def export(
                 on_episode=bar.advance,
             )
     except OSError as exc:  # a full disk, a file size limit, a folder gone midway: the export is not finished
-        for tmp in out_dir.glob(f".*.tmp-{os.getpid()}"):  # this process's temporary files a failed close left
-            if tmp.is_file() and not tmp.is_symlink():
-                tmp.unlink(missing_ok=True)
         raise StorageError(f"cannot write the export into {one_line(str(out_dir))}: {exc.strerror or exc} "
-                           "(no manifest was written for it)") from None
-    publish_export(manifest, str(out_dir))
+                           "(the export that was there stays as it was)") from None
+    publish_export(manifest, str(result.manifest_path.parent))
     return result, manifest
 
 

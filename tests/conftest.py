@@ -252,3 +252,10 @@ def s3_server(tmp_path_factory):
     server = moto.start(free_port(), tmp_path_factory.mktemp("moto") / "server.log", wait_for)
     yield server
     moto.stop(server.pid)
+
+
+def export_dir(out: Path | str, manifest: dict) -> Path:
+    """Where the files of an export into ``--out out`` are read: ``out/NAME``, the link to its current version."""
+    from curation.export_run import FORMATS
+
+    return Path(out) / FORMATS[manifest["format"]][0]

@@ -10,6 +10,7 @@ from typing import Any
 
 from flows.export_cmd import export
 from flows.import_cmd import import_prepared, prepare_import
+from tests.conftest import export_dir
 from warehouse.contract import is_subagent
 from warehouse.query import iter_records
 from warehouse.store import Store
@@ -38,7 +39,7 @@ def export_rows(store: Store, out: Path, fmt: str, decisions: dict[str, Any], **
     rows = []
     for name in sorted(manifest["files"]):
         if name.endswith(".jsonl") and ".task-specs." not in name:
-            rows += [json.loads(line) for line in (out / name).read_text(encoding="utf-8").splitlines()]
+            rows += [json.loads(line) for line in (export_dir(out, manifest) / name).read_text(encoding="utf-8").splitlines()]
     return rows, manifest
 
 

@@ -14,6 +14,7 @@ import pytest
 from curation.export_run import SFT_FORMATS, run_export
 from curation.export_source import masked_steps
 from curation.formats.dpo import Rollout, step_pairs
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 
 
@@ -27,9 +28,9 @@ def _rows(out: Path, manifest: dict) -> list[dict]:
     rows = []
     for name in manifest["files"]:
         if name.endswith(".jsonl"):
-            rows += [json.loads(line) for line in (out / name).read_text(encoding="utf-8").splitlines()]
+            rows += [json.loads(line) for line in (export_dir(out, manifest) / name).read_text(encoding="utf-8").splitlines()]
         elif name.endswith(".parquet"):
-            rows += pq.read_table(out / name).to_pylist()
+            rows += pq.read_table(export_dir(out, manifest) / name).to_pylist()
     return rows
 
 

@@ -26,7 +26,7 @@ def test_rows_load_with_datasets_in_trls_tool_calling_shape(collected, tmp_path)
     rows, manifest = export_rows(store, tmp_path, "trl", approve(store))
     # every split in one call: the export's dataset card names the files and declares one schema
     # its own cache: the shared one can hand back another folder's rows with the same card and file names
-    ds = datasets.load_dataset(str(tmp_path), cache_dir=str(tmp_path.parent / "hf-cache"))
+    ds = datasets.load_dataset(str(tmp_path / "trl-sft"), cache_dir=str(tmp_path.parent / "hf-cache"))
     assert set(ds) == {m["split"] for m in manifest["files"].values() if m["split"]} and len(ds) > 1
     assert manifest["files"]["README.md"]["split"] is None
     for split in ds:  # not what datasets would infer file by file (structs of each file's own argument keys)

@@ -19,7 +19,7 @@ from flows.export_cmd import export, export_release
 from review_app import decisions, release
 from review_app.data import Overlap
 from review_app.final import final_decisions
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, export_dir, flywheel
 from tests.curation_data import build_round
 from tests.review_fixtures import make_accounts
 from warehouse import review_tables as rt
@@ -85,7 +85,7 @@ def _episodes(store, round_id=None) -> list[dict]:
 
 
 def _rows(out, manifest) -> list[dict]:
-    return [json.loads(line) for name in sorted(manifest["files"]) for line in (out / name).read_text().splitlines()]
+    return [json.loads(line) for name in sorted(manifest["files"]) for line in (export_dir(out, manifest) / name).read_text().splitlines()]
 
 
 def _decide(store, round_id, eid, decision, **kw):
@@ -204,7 +204,7 @@ def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     rows = _rows(out, manifest)
     assert {r["task_id"] for r in rows} == {r["metadata"]["task_id"] for r in _rows(tmp_path / "sft", sft)}
     # scrubbed, and the manifest counts exactly the placeholders in the file
-    text = "".join((out / n).read_text() for n in manifest["files"])
+    text = "".join((export_dir(out, manifest) / n).read_text() for n in manifest["files"])
     assert manifest["pii_replacements"].get("phone", 0) > 0 and manifest["pii_replacements"].get("email", 0) > 0
     for kind, n in manifest["pii_replacements"].items():
         assert len(re.findall(rf"<{kind.upper()}_\d+>", text)) == n, kind
@@ -223,7 +223,7 @@ def test_the_rl_set_honours_the_release_verified_and_scrubbing(world, tmp_path):
     assert manifest["excluded"]["held_out_split"] == challenge_tasks() > challenge_tasks([round_id])
     _, plain = _export(store, tmp_path / "plain", fmt="rl", include_verified=True, scrub=False)
     assert plain["pii_replacements"] == "scrubbing off"
-    assert re.search(r"555-01\d\d", "".join((tmp_path / "plain" / n).read_text() for n in plain["files"]))
+    assert re.search(r"555-01\d\d", "".join((export_dir(tmp_path / "plain", plain) / n).read_text() for n in plain["files"]))
 
 
 @pytest.mark.parametrize("fmt", ["openai", "sharegpt", "hf", "dpo", "rl"])
@@ -238,7 +238,7 @@ def test_manifests_count_every_left_out_episode_and_never_write_the_challenge_sp
     out = tmp_path / fmt
     result, manifest = _export(store, out, fmt=fmt, include_verified=True)
     assert not any(".challenge." in name for name in manifest["files"]) and "challenge" not in manifest["splits"]
-    assert not [p for p in out.iterdir() if "challenge" in p.name]
+    assert not [p for p in export_dir(out, manifest).iterdir() if "challenge" in p.name]
     unit = "tasks" if fmt == "rl" else "episodes"
     n_challenge = len({e["task_id"] for e in challenge}) if fmt == "rl" else len(challenge)
     assert manifest["excluded"]["held_out_split"] == n_challenge

@@ -16,6 +16,7 @@ import yaml
 from curation.rewards import NoVerifier
 from curation.verl_reward import PhoneTool, PhoneUser, compute_score, offered_tools, replay_score, parse_tool_calls
 from flows.export_cmd import export
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 from tests.format_roundtrip import DATA, import_file
 from warehouse.contract import TaskSpec
@@ -60,11 +61,11 @@ def test_parquet_and_yaml_load_and_agree(exported):
     assert manifest["format"] == "verl" and manifest["excluded"]["no_verifier"] == 1  # the import: no verifier
     # a challenge task is held out by design (thirteen families in 40 episodes draw one)
     assert set(manifest["excluded"]) <= {"no_verifier", "no_approved_rollout", "held_out_split"}
-    table = pq.read_table(out / "verl.train.parquet")
+    table = pq.read_table(out / "verl" / "verl.train.parquet")
     rows = table.to_pylist()
     assert rows and set(table.column_names) == {"data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"}
-    tools = yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"]
-    interaction = yaml.safe_load((out / "verl.interaction.yaml").read_text())["interaction"]
+    tools = yaml.safe_load((out / "verl" / "verl.tools.yaml").read_text())["tools"]
+    interaction = yaml.safe_load((out / "verl" / "verl.interaction.yaml").read_text())["interaction"]
     names = [t["tool_schema"]["function"]["name"] for t in tools]
     assert {"finish", "ask_user"} <= set(names) and all(t["class_name"] == "curation.verl_reward.PhoneTool" for t in tools)
     specs = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
@@ -83,7 +84,7 @@ def test_parquet_and_yaml_load_and_agree(exported):
 
 def test_compute_score_pays_every_recorded_success_and_catches_near_misses(exported):
     store, out, _ = exported
-    spec = importlib.util.spec_from_file_location("flywheel_reward", out / "verl.reward.py")  # as verl loads it
+    spec = importlib.util.spec_from_file_location("flywheel_reward", out / "verl" / "verl.reward.py")  # as verl loads it
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     n = near = 0
@@ -104,8 +105,8 @@ def test_compute_score_pays_every_recorded_success_and_catches_near_misses(expor
 
 def test_phone_tool_and_user_run_a_rollout_on_the_task_world(exported):
     store, out, _ = exported
-    tools = {t["tool_schema"]["function"]["name"]: t for t in yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"]}
-    config = yaml.safe_load((out / "verl.interaction.yaml").read_text())["interaction"][0]["config"]
+    tools = {t["tool_schema"]["function"]["name"]: t for t in yaml.safe_load((out / "verl" / "verl.tools.yaml").read_text())["tools"]}
+    config = yaml.safe_load((out / "verl" / "verl.interaction.yaml").read_text())["interaction"][0]["config"]
     task, steps, outcome = next((t, s, o) for t, s, o in _rollouts(store) if s[0].action.kind == "tool_call")
 
     async def run():
@@ -131,8 +132,10 @@ def test_phone_tool_and_user_run_a_rollout_on_the_task_world(exported):
 def test_a_moved_export_says_which_path_to_set(exported, tmp_path):
     """The YAMLs name the task-spec file by the path it was written to; moved, the tool says so."""
     store, out, _ = exported
-    tool = yaml.safe_load((out / "verl.tools.yaml").read_text())["tools"][0]
+    tool = yaml.safe_load((out / "verl" / "verl.tools.yaml").read_text())["tools"][0]
     config, schema = tool["config"], tool["tool_schema"]
+    # through the export's link, so a later export of verl into the same --out is what it names
+    assert config["task_specs"] == str(out.resolve() / "verl" / "verl.task-specs.jsonl")
     task = next(t for t, _, _ in _rollouts(store))
     moved = {**config, "task_specs": str(tmp_path / "elsewhere" / "verl.task-specs.jsonl")}
     with pytest.raises(FileNotFoundError, match="set config.task_specs in both"):
@@ -144,7 +147,7 @@ def test_a_moved_export_says_which_path_to_set(exported, tmp_path):
 def test_the_manifest_states_what_empty_no_op_random_and_reference_rollouts_earn(exported):
     _, out, manifest = exported
     table = manifest["reward"]["mean_reward"]
-    assert manifest["reward"]["tasks"] >= 5 and (out / "verl.dataset.py").exists()
+    assert manifest["reward"]["tasks"] >= 5 and (out / "verl" / "verl.dataset.py").exists()
     for preset in ("default", "partial", "cost_weight=0.5"):
         assert table[preset]["empty"] == table[preset]["no_op"] == 0.0 and table[preset]["reference"] == 1.0
         assert table[preset]["random"] < 0.5
@@ -158,10 +161,26 @@ def test_rl_and_verl_leave_out_a_task_without_requirements_and_its_score_is_refu
     approved = {e: SimpleNamespace(decision="approve", reviewer="t", first_wrong_step=None, recovered=False) for e in ids}
     _, manifest = export(store, tmp_path, fmt="rl", include_verified=False, decisions=approved)
     assert manifest["excluded"]["no_verifier"] == verl_manifest["excluded"]["no_verifier"] == 1
-    rows = [json.loads(line) for name in manifest["files"] for line in (tmp_path / name).read_text().splitlines()]
+    rows = [json.loads(line) for name in manifest["files"] for line in (export_dir(tmp_path, manifest) / name).read_text().splitlines()]
     assert rows and all(r["task_spec"]["requirements"] for r in rows)
     task = TaskSpec.model_validate(rows[0]["task_spec"]).model_copy(update={"requirements": []})
     with pytest.raises(NoVerifier, match="no requirements"):
         compute_score("x", "", task.model_dump_json())
     with pytest.raises(NoVerifier):
         replay_score(task, [])
+
+
+def test_an_import_without_a_verifier_still_exports_to_the_sft_formats(exported, tmp_path):
+    """The verifier refuses a task with no requirements, and no export but the RL ones asks it: the
+    imported conversation is a training row of every SFT format."""
+    store, _, _ = exported
+    imported = {t.task_id for t in iter_records(store.duck(), "tasks") if not t.requirements}
+    ids = [e for (e,) in store.duck().execute("SELECT episode_id FROM episodes").fetchall()]
+    from types import SimpleNamespace
+    approved = {e: SimpleNamespace(decision="approve", reviewer="t", first_wrong_step=None, recovered=False) for e in ids}
+    assert imported
+    for fmt in ("openai", "sharegpt", "trl", "adp"):
+        result, manifest = export(store, tmp_path / fmt, fmt=fmt, include_verified=False, decisions=approved)
+        rows = [json.loads(line) for path in result.paths if path.suffix == ".jsonl" for line in path.read_text().splitlines()]
+        tasks = {(r.get("metadata") or r.get("details") or {}).get("task_id") for r in rows}
+        assert imported <= tasks, (fmt, manifest["excluded"])

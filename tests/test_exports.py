@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -16,7 +17,7 @@ from review_app.agreement import Overlap, in_overlap
 from warehouse import state
 from warehouse.errors import InputError
 
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, export_dir, flywheel
 from tests.curation_data import build_round
 
 
@@ -30,7 +31,7 @@ def _rows(out, manifest):
     rows = []
     for name in sorted(manifest["files"]):
         if name.endswith(".jsonl"):
-            rows += [json.loads(line) for line in (out / name).read_text().splitlines()]
+            rows += [json.loads(line) for line in (export_dir(out, manifest) / name).read_text().splitlines()]
     return rows
 
 
@@ -67,7 +68,7 @@ def test_each_format_writes_split_files_and_a_true_manifest(curated, tmp_path, f
     if fmt == "hf":
         import datasets
 
-        files = {f["split"]: str(tmp_path / name) for name, f in manifest["files"].items()}
+        files = {f["split"]: str(export_dir(tmp_path, manifest) / name) for name, f in manifest["files"].items()}
         ds = datasets.load_dataset("parquet", data_files=files)
         assert sum(len(ds[s]) for s in ds) == result.rows
         row = ds["train"][0]
@@ -140,7 +141,7 @@ def test_loss_is_masked_from_the_first_wrong_step_or_only_on_it_when_recovered(c
         import pyarrow.parquet as pq
 
         _, manifest = export(store, out, fmt="hf", include_verified=True)
-        hf_rows = [r for name in manifest["files"] for r in pq.read_table(out / name).to_pylist()]
+        hf_rows = [r for name in manifest["files"] for r in pq.read_table(export_dir(out, manifest) / name).to_pylist()]
         hf_row = next(r for r in hf_rows if r["episode_id"] == victim)
         assert [m["loss"] for m in hf_row["messages"] if m["role"] == "assistant"] == expected
     finally:
@@ -153,7 +154,7 @@ def test_loss_is_masked_from_the_first_wrong_step_or_only_on_it_when_recovered(c
 def test_pii_is_scrubbed_and_counted(curated, tmp_path):
     store, _ = curated
     _, manifest = export(store, tmp_path, fmt="openai", include_verified=True)
-    text = "".join((tmp_path / n).read_text() for n in manifest["files"])
+    text = "".join((export_dir(tmp_path, manifest) / n).read_text() for n in manifest["files"])
     assert manifest["pii_replacements"].get("phone", 0) > 0
     assert "555-01" not in text and "<PHONE_1>" in text
     _, plain = export(store, tmp_path / "plain", fmt="openai", include_verified=True, scrub=False)
@@ -163,7 +164,9 @@ def test_pii_is_scrubbed_and_counted(curated, tmp_path):
 def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monkeypatch):
     store, _ = curated
     _, first = export(store, tmp_path, fmt="openai", include_verified=True)
-    before = {n: (tmp_path / n).read_bytes() for n in first["files"]}
+    shown = export_dir(tmp_path, first)
+    before = {n: (shown / n).read_bytes() for n in first["files"]}
+    hidden = sorted(p.name for p in tmp_path.iterdir())
     real = export_common.chat_turns
     calls = {"n": 0}
 
@@ -176,9 +179,9 @@ def test_a_failed_export_leaves_the_previous_one_intact(curated, tmp_path, monke
     monkeypatch.setattr(export_common, "chat_turns", boom)
     with pytest.raises(KeyboardInterrupt):
         export(store, tmp_path, fmt="openai", include_verified=True)
-    assert {n: (tmp_path / n).read_bytes() for n in first["files"]} == before
-    assert json.loads((tmp_path / "openai-chat.manifest.json").read_text())["files"] == first["files"]
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    assert {n: (shown / n).read_bytes() for n in first["files"]} == before
+    assert json.loads((shown / "openai-chat.manifest.json").read_text())["files"] == first["files"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == hidden  # the failed export's own version is gone
 
 
 def test_unknown_format_and_round_are_one_line_errors(curated, tmp_path):
@@ -191,18 +194,75 @@ def test_unknown_format_and_round_are_one_line_errors(curated, tmp_path):
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "unknown format 'csv'" in res.stderr
 
 
-def test_a_new_export_removes_temporaries_a_killed_one_left(tmp_path):
+def test_a_new_export_removes_versions_no_link_points_at_and_never_what_is_not_ours(tmp_path):
+    from curation.exporter import ExportWriter
+
+    out = tmp_path / "out"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "keep.jsonl").write_text("theirs")
+    dead = out / ".openai-chat.export-999999999-0123abcd"  # a killed export's version: no such process
+    dead.mkdir(parents=True)
+    (dead / "openai-chat.train.jsonl").write_text("partial")
+    (dead / "into-elsewhere").symlink_to(tmp_path / "elsewhere")  # removed as a link, never followed
+    (out / ".openai-chat.link-999999999").symlink_to(dead.name)  # a link it was making
+    alive = out / f".openai-chat.export-{os.getppid()}-0123abcd"  # a process still writing: left alone
+    alive.mkdir()
+    for other in (".sft.export-999999999-0123abcd", "openai-chat.export-999999999-0123abcd", ".openai-chat.mine"):
+        (out / other).mkdir()  # another export's version, or names without our mark: not ours to remove
+    with ExportWriter(out, "openai-chat") as writer:
+        writer.write("train", {"x": 1})
+        first = writer.finish({"format": "openai"})
+    assert not dead.exists() and not (out / ".openai-chat.link-999999999").is_symlink()
+    assert (tmp_path / "elsewhere" / "keep.jsonl").read_text() == "theirs"
+    assert alive.is_dir() and all((out / other).is_dir() for other in (".sft.export-999999999-0123abcd",
+                                                                          "openai-chat.export-999999999-0123abcd", ".openai-chat.mine"))
+    assert first.manifest_path == out / "openai-chat" / "openai-chat.manifest.json"
+    assert (out / "openai-chat" / "openai-chat.train.jsonl").read_text().strip() == '{"x": 1}'
+    version = os.readlink(out / "openai-chat")
+    with ExportWriter(out, "openai-chat") as writer:  # the next export replaces the version, and removes the old
+        writer.write("dev", {"x": 2})
+        writer.finish({"format": "openai"})
+    assert not (out / version).exists() and sorted(p.name for p in (out / "openai-chat").iterdir()) == [
+        "openai-chat.dev.jsonl", "openai-chat.manifest.json"]
+
+
+@pytest.mark.parametrize("in_the_way", ["a directory", "a file", "a link elsewhere"])
+def test_an_export_refuses_a_name_in_the_way_of_its_link_and_writes_nothing(tmp_path, in_the_way):
     from curation.exporter import ExportWriter
 
     out = tmp_path / "out"
     out.mkdir()
-    dead = out / ".openai-chat.train.jsonl.tmp-999999999"  # no such process
-    dead.write_text("partial")
+    where = out / "openai-chat"
+    if in_the_way == "a directory":
+        where.mkdir()
+    elif in_the_way == "a file":
+        where.write_text("mine")
+    else:
+        where.symlink_to(tmp_path)
+    with pytest.raises(InputError, match="openai-chat.*move it away"):
+        ExportWriter(out, "openai-chat")
+    assert sorted(p.name for p in out.iterdir()) == ["openai-chat"]
+
+
+def test_an_export_in_the_flat_layout_of_earlier_versions_is_removed_by_the_first_new_one(tmp_path):
+    """Exports once wrote NAME.SPLIT.EXT straight into --out: the first export of the name in the
+    new layout removes those (and a killed swap's journal), so no reader takes the stale files."""
+    from curation.exporter import ExportWriter
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("openai-chat.train.jsonl", "openai-chat.dev.jsonl", ".openai-chat.test.jsonl.tmp-1", "notes.txt"):
+        (out / name).write_text("old")
+    (out / "openai-chat.manifest.json").write_text(json.dumps(
+        {"files": {"openai-chat.train.jsonl": {}, "openai-chat.dev.jsonl": {}, "../notes.txt": {}, "openai-chat": {}}}))
+    (out / ".openai-chat.swap.json").write_text(json.dumps(  # hostile names in it are passed over
+        {"manifest": [], "remove": [["x"], {"y": 1}, None], "moves": [[".openai-chat.test.jsonl.tmp-1", "openai-chat.test.jsonl"]]}))
     with ExportWriter(out, "openai-chat") as writer:
         writer.write("train", {"x": 1})
         writer.finish({"format": "openai"})
-    assert not dead.exists()
-    assert (out / "openai-chat.train.jsonl").read_text().strip() == '{"x": 1}'
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".openai-chat.export-")) == [
+        "notes.txt", "openai-chat"]
+    assert (out / "openai-chat" / "openai-chat.train.jsonl").read_text().strip() == '{"x": 1}'
 
 
 def test_every_format_reads_each_episode_once_for_its_progress_bar(curated, tmp_path):

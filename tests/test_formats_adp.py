@@ -100,7 +100,7 @@ def test_cli_imports_adp_and_exports_it(tmp_path):
     assert "Imported 2 episodes" in proc.stdout and "line 4: skipped: content 1: unknown class_" in proc.stderr
     proc = flywheel("export", "--format", "adp", "--verified", "--out", str(tmp_path / "out"), env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "out" / "adp.manifest.json").exists()
+    assert (tmp_path / "out" / "adp" / "adp.manifest.json").exists()
 
 
 def test_an_invalid_reply_comes_back_as_the_invalid_step_it_was(tmp_path):

@@ -21,7 +21,7 @@ def _write(tmp_path, n=200):
 
 
 def _rows(out):
-    return [json.loads(line) for f in sorted(out.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    return [json.loads(line) for f in sorted(out.glob("openai-chat/*.jsonl")) for line in f.read_text().splitlines()]
 
 
 def test_two_approved_airline_conversations_without_tool_lists_are_exported(tmp_path):
@@ -58,7 +58,7 @@ def test_two_approved_airline_conversations_without_tool_lists_are_exported(tmp_
     assert "Exported 2 episode rows" in proc.stdout and "invalid_record" not in proc.stdout, proc.stdout
     rows = _rows(out)
     assert sorted(r["metadata"]["episode_id"] for r in rows) == sorted([handed, bye])
-    manifest = json.loads(next(out.glob("*.manifest.json")).read_text())
+    manifest = json.loads((out / "openai-chat" / "openai-chat.manifest.json").read_text())
     assert manifest["tool_schemas_inferred"]["episodes"] == 2 and "invalid_record" not in manifest["excluded"]
     for row in rows:
         names = {t["function"]["name"] for t in row["tools"]}

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.import_cmd import prepare_import
+from tests.conftest import export_dir
 from tests.format_roundtrip import approve, export_rows, import_file
 from warehouse.contract import MISSING_RESULT
 from warehouse.query import iter_records
@@ -237,7 +238,7 @@ def exported(tmp_path, store, fmt: str, tag: str) -> dict[str, list]:
     elif fmt == "hf":
         for name in manifest["files"]:
             if name.endswith(".parquet"):
-                for r in pq.read_table(tmp_path / f"out-{fmt}-{tag}" / name).to_pylist():
+                for r in pq.read_table(export_dir(tmp_path / f"out-{fmt}-{tag}", manifest) / name).to_pylist():
                     out[r["episode_id"]] = from_chat([{**m, "tool_calls": json.loads(m["tool_calls"]) if m["tool_calls"] else None}
                                                       for m in r["messages"]])
     return out

@@ -72,7 +72,7 @@ def test_import_is_a_curated_round_exported_with_its_own_tools(tmp_path):
     out = tmp_path / "ex"
     export = flywheel("export", "--verified", "--round", "r0001", "--out", str(out), env=env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
-    [row] = [json.loads(line) for line in (out / "openai-chat.dev.jsonl").read_text().splitlines()]
+    [row] = [json.loads(line) for line in (out / "openai-chat" / "openai-chat.dev.jsonl").read_text().splitlines()]
     assert row["metadata"]["round_id"] == "r0001" and row["messages"][1]["content"] == "Find Ann's number"
     assert row["tools"] == SCHEMAS  # its own tools: no finish or ask_user it never had
 
@@ -89,7 +89,7 @@ def test_a_reviewer_approves_an_imported_episode_and_it_is_exported(tmp_path):
     out = tmp_path / "ex"
     proc = flywheel("export", "--round", "r0001", "--out", str(out), env=cli_env(None), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for f in sorted(out.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    rows = [json.loads(line) for f in sorted(out.glob("openai-chat/*.jsonl")) for line in f.read_text().splitlines()]
     assert [r["metadata"]["episode_id"] for r in rows] == [bob]
 
 

@@ -28,7 +28,8 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     exported = _json(flywheel("export", "--verified", "--out", str(tmp_path / "out"), "--json", *d, env=env, cwd=tmp_path))
     assert set(exported) == {"rows", "unit", "splits", "excluded", "out", "manifest"}
     assert exported["rows"] == sum(exported["splits"].values()) > 0
-    assert json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())["excluded"] == exported["excluded"]
+    assert exported["out"] == str(tmp_path / "out" / "openai-chat") and exported["manifest"].startswith(exported["out"])
+    assert json.loads((tmp_path / "out" / "openai-chat" / "openai-chat.manifest.json").read_text())["excluded"] == exported["excluded"]
 
     evaluated = _json(flywheel("eval", "--episodes", "6", "--no-progress", "--json", *d, env=env, cwd=tmp_path))
     assert evaluated["results"] > 0 and evaluated["already"] is False and evaluated["split"] == "dev"

@@ -4,13 +4,14 @@ A real ``flywheel`` subprocess is armed with ``FLYWHEEL_KILL_AT=POINT:N`` (see
 ``warehouse/killpoints.py``) and SIGKILLs itself the N-th time it passes POINT: the kill
 lands at the same place every time, no sleep-and-hope. After the rerun: no lost episode,
 no duplicate, and the same episodes and export files, byte for byte, as the clean run.
-An export killed midway leaves no manifest vouching for a half-written set.
+An export killed midway leaves a whole export: the old one or the new, its manifest true.
 
 ``FLYWHEEL_LONG_TESTS=1`` adds the long variant: many random kill points per command.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -28,7 +29,7 @@ EXPORT = ("export", "--verified", "--out", "out")
 POINTS = {
     "run": [("shard.written", 4), ("shard.renamed", 4), ("unit.committed", 5),
             ("tasks.gated", 1), ("curate.marked", 1), ("round.curated", 1)],  # writing tasks, curating
-    "export": [("export.file", 2), ("export.manifest", 1)],
+    "export": [("export.file", 2), ("export.manifest", 1), ("export.swap", 1), ("export.remove", 2)],
 }
 
 
@@ -42,7 +43,8 @@ def _episodes(data: Path) -> list[str]:
 
 
 def _files(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if not p.name.endswith(".manifest.json")}
+    """The files of the export a reader sees through ``out/openai-chat``, but its manifest (it has the time)."""
+    return {p.name: p.read_bytes() for p in sorted((out / "openai-chat").iterdir()) if not p.name.endswith(".manifest.json")}
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +87,17 @@ def test_a_round_killed_at_a_point_then_rerun_equals_a_clean_round(tmp_path, pre
 
 
 @pytest.mark.parametrize("point", _cases("export"))
-def test_an_export_killed_midway_leaves_no_manifest_then_the_rerun_equals_a_clean_one(
+def test_an_export_killed_midway_leaves_a_whole_export_then_the_rerun_equals_a_clean_one(
         tmp_path, prefect_server, clean, point):
     for args in (ROUND, EXPORT):  # a previous export is in place: it must not vouch for a half-new set
         done = flywheel(*args, env=_env(prefect_server), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     killed = flywheel(*EXPORT, env=_env(prefect_server, FLYWHEEL_KILL_AT=point), cwd=tmp_path)
     assert killed.returncode == -9, killed.stderr
-    # killed midway: no manifest vouches for what is there (a reader takes the manifest as "complete")
-    assert not list((tmp_path / "out").glob("*.manifest.json"))
+    # killed midway: a reader sees a whole export (the old one or the new, the same here), its manifest true
+    manifest = json.loads((tmp_path / "out" / "openai-chat" / "openai-chat.manifest.json").read_text())
+    assert set(manifest["files"]) == set(_files(tmp_path / "out")) and _files(tmp_path / "out") == clean["files"]
     rerun = flywheel(*EXPORT, env=_env(prefect_server), cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert _files(tmp_path / "out") == clean["files"]
-    assert not [p for p in (tmp_path / "out").iterdir() if ".tmp-" in p.name]
+    assert len(list((tmp_path / "out").iterdir())) == 2  # the link and its version: the killed one's are gone

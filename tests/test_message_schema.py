@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.export_run import run_export
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 
 TEMPLATE = """
@@ -42,9 +43,9 @@ def exports(tmp_path_factory):
             rows = []
             for name in manifest["files"]:
                 if name.endswith(".jsonl"):
-                    rows += [json.loads(line) for line in (Path(d) / name).read_text(encoding="utf-8").splitlines()]
+                    rows += [json.loads(line) for line in (export_dir(d, manifest) / name).read_text(encoding="utf-8").splitlines()]
                 elif name.endswith(".parquet"):
-                    rows += pq.read_table(Path(d) / name).to_pylist()
+                    rows += pq.read_table(export_dir(d, manifest) / name).to_pylist()
         out[fmt] = [_conversations(fmt, r) for r in rows]
     return out
 

@@ -34,7 +34,7 @@ def _episodes(store: Store) -> list[str]:
 
 
 def _files(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if not p.name.endswith(".manifest.json")}
+    return {p.name: p.read_bytes() for p in sorted((out / "openai-chat").iterdir()) if not p.name.endswith(".manifest.json")}
 
 
 @pytest.fixture(scope="module")

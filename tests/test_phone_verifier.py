@@ -8,7 +8,8 @@ from warehouse.contract import Requirement, TaskSpec
 
 from generators.phone.apps import contacts, install_all
 from generators.phone.matching import same
-from generators.phone.verifier import check_requirement, evaluate
+from generators.phone.verifier import NoVerifier, StepVerifier, check_requirement, evaluate, score
+from warehouse.errors import FlywheelError
 from generators.phone.world import World
 
 
@@ -110,6 +111,29 @@ def test_unknown_kind_fails_loudly_and_minefield_fails_the_episode():
     calls = [call(0, "contacts_delete", contact_id="c-0001")]
     _, success, progress, mines = evaluate(task, before, world, calls, {"status": "completed"})
     assert mines == ["mine"] and not success and progress == 0.5
+
+
+def test_a_task_without_requirements_is_refused_by_every_way_in_never_scored_1():
+    """An imported task has ``requirements: []``: all of no checks pass, so it would score 1.0 for any
+    rollout. The verifier refuses it (one line, a FlywheelError the command line prints as such)."""
+    from generators.phone.env import PhoneEnv
+    from generators.phone.families import get_family
+
+    task = get_family("F01").make_task(3, 1).model_copy(update={"requirements": []})
+    world = World(seed=1)
+    install_all(world)
+    before = world.snapshot()
+    refusals = [
+        lambda: evaluate(task, before, world, [], {"status": "completed"}),
+        lambda: score(task, [], []),
+        lambda: StepVerifier(task, before, world),
+        lambda: PhoneEnv(task).reset(),  # the incremental verifier the environment runs
+        lambda: PhoneEnv(task, incremental=False).reset(),
+    ]
+    for refused in refusals:
+        with pytest.raises(NoVerifier, match=f"^task {task.task_id} has no requirements: no verifier can score it$"):
+            refused()
+    assert issubclass(NoVerifier, FlywheelError)
 
 
 @pytest.mark.parametrize("kind,expected,answer,ok", [

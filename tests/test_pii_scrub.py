@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from curation.export_run import FORMATS, run_export
 from curation.pii import Scrubber, luhn_ok
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 from warehouse.schemas import TABLES
 
@@ -175,7 +176,7 @@ def test_planted_personal_data_never_survives_an_export_and_every_line_parses(ro
                                      scrubber=Scrubber())
             rows = []
             for name in manifest["files"]:
-                path = Path(out) / name
+                path = export_dir(out, manifest) / name
                 if name.endswith(".jsonl"):
                     rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
                 elif name.endswith(".parquet"):

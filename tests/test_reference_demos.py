@@ -120,7 +120,7 @@ def test_reference_demonstrations_are_verified_like_any_episode_and_go_to_people
 def test_reference_demonstrations_are_never_paired_nor_in_rl_statistics(world, tmp_path):
     _, store, rid, _, extra_id = world
     _, manifest = export(store, tmp_path / "dpo", fmt="dpo", include_verified=True)
-    pairs = [json.loads(line) for f in sorted((tmp_path / "dpo").glob("*.jsonl")) for line in f.read_text().splitlines()]
+    pairs = [json.loads(line) for f in sorted((tmp_path / "dpo").glob("dpo/*.jsonl")) for line in f.read_text().splitlines()]
     assert pairs, manifest
     refs = {e[0] for e in _episodes(store, rid, "") if e[3] == REFERENCE_POLICY}
     assert extra_id in refs
@@ -131,7 +131,7 @@ def test_reference_demonstrations_are_never_paired_nor_in_rl_statistics(world, t
     assert manifest["excluded"]["reference_demonstration"] == len(refs) - held_out  # the rest: held out first
     # RL: the task the extra demonstration shares with the model counts only the model's rollouts
     export(store, tmp_path / "rl", fmt="rl", include_verified=True)
-    rows = {r["task_id"]: r for f in sorted((tmp_path / "rl").glob("*.jsonl"))
+    rows = {r["task_id"]: r for f in sorted((tmp_path / "rl").glob("rl-tasks/*.jsonl"))
             for r in map(json.loads, f.read_text().splitlines())}
     shared = store.duck([rid]).execute("SELECT task_id FROM episodes WHERE episode_id = ?", [extra_id]).fetchone()[0]
     model = store.duck([rid]).execute(
@@ -183,7 +183,7 @@ def test_a_reference_demonstration_reaches_sft_only_when_approved(world, tmp_pat
     review_decisions.record_decision(store, reviewer="ann", round_id=rid, episode_id=approved, decision="approve")
     decided = final_decisions(store, None, Overlap(0.0, 2))
     _, manifest = export(store, tmp_path / "sft", fmt="openai", include_verified=True, decisions=decided)
-    exported = {json.loads(line)["metadata"]["episode_id"] for f in sorted((tmp_path / "sft").glob("*.jsonl"))
+    exported = {json.loads(line)["metadata"]["episode_id"] for f in sorted((tmp_path / "sft").glob("openai-chat/*.jsonl"))
                 for line in f.read_text().splitlines()}
     assert approved in exported
     assert unreviewed not in exported  # verified, yet nobody approved it: --verified is not enough

@@ -65,7 +65,7 @@ def test_export_release_exports_only_an_approved_release(tmp_path):
     decisions.record_decision(store, reviewer="ann", round_id="r0001", episode_id=ids[2], decision="approve")  # after the release
     proc = flywheel("export", "--release", rel.id, "--out", str(out), "--data-dir", str(data), env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    manifest = json.loads((out / "openai-chat.manifest.json").read_text())
+    manifest = json.loads((out / "openai-chat" / "openai-chat.manifest.json").read_text())
     assert manifest["release"]["dataset_version"] == "v2026.11"
     # the state database is SQLite here, which keeps no offset: the moment still reads back in UTC
     approved = datetime.fromisoformat(manifest["release"]["approved_at"])

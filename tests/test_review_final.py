@@ -10,7 +10,7 @@ from flows.export_cmd import export
 from flows.views import status_rows
 from review_app import dashboard, decisions
 from review_app.agreement import Overlap
-from tests.conftest import cli_env, flywheel
+from tests.conftest import cli_env, export_dir, flywheel
 from tests.review_fixtures import make_accounts, make_round
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -47,7 +47,7 @@ def test_disputed_and_partial_episodes_are_not_approved_anywhere(tmp_path):
     settings = Settings(data_dir=data, review_overlap=1.0, review_overlap_reviewers=2)
     _, manifest = export(store, tmp_path / "x", fmt="openai", include_verified=False, settings=settings)
     exported = [json.loads(line)["metadata"]["episode_id"]
-                for name in manifest["files"] for line in (tmp_path / "x" / name).read_text().splitlines()]
+                for name in manifest["files"] for line in (export_dir(tmp_path / "x", manifest) / name).read_text().splitlines()]
     assert exported == [decided]
 
     [row] = status_rows(store, overlap=EVERYONE_TWICE)
@@ -80,7 +80,7 @@ def test_a_first_look_export_waits_for_unsettled_reviews(tmp_path):
     settings = Settings(data_dir=data, review_overlap=1.0, review_overlap_reviewers=2)
     _, manifest = export(store, tmp_path / "x", fmt="openai", include_verified=True, settings=settings)
     exported = {json.loads(line)["metadata"]["episode_id"]
-                for name in manifest["files"] for line in (tmp_path / "x" / name).read_text().splitlines()}
+                for name in manifest["files"] for line in (export_dir(tmp_path / "x", manifest) / name).read_text().splitlines()}
     assert untouched in exported
     assert disputed not in exported and partial not in exported
     assert manifest["excluded"]["review_disputed"] == 1 and manifest["excluded"]["review_partial"] == 1

@@ -12,6 +12,7 @@ from review_app import accounts, decisions, queue, release
 from review_app.agreement import cohen_kappa, in_overlap, overlap_sql, resolve
 from review_app.data import Overlap
 from review_app.final import final_decisions
+from tests.conftest import export_dir
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from warehouse.errors import InputError
 from warehouse.store import Store
@@ -175,7 +176,7 @@ def test_an_adjudication_carries_the_leads_first_wrong_step_into_exports(tmp_pat
     assert "one wasted step" in final.reason and final.round_id == "r0001"
     _, manifest = export(store, tmp_path / "x", fmt="sharegpt", include_verified=False,
                          decisions=final_decisions(store, None, ov))
-    [row] = [json.loads(line) for name in manifest["files"] for line in (tmp_path / "x" / name).read_text().splitlines()]
+    [row] = [json.loads(line) for name in manifest["files"] for line in (export_dir(tmp_path / "x", manifest) / name).read_text().splitlines()]
     agent = [t for t in row["conversations"] if t["from"] in ("function_call", "gpt")]
     assert row["id"] == eid and len(agent) >= 2
     assert [t["loss"] for t in agent[:2]] == [True, False]  # masked from the lead's step, not the reviewers' (none)

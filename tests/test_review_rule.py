@@ -10,6 +10,7 @@ from flows.export_cmd import export
 from review_app import accounts, decisions
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
+from tests.conftest import export_dir
 from tests.review_fixtures import PASSWORD, make_accounts, make_round
 from tests.test_review_final import _sound_successes
 from warehouse.settings import Settings
@@ -32,7 +33,7 @@ def _exported(store: Store, out) -> list[str]:
     settings = Settings(data_dir=store.data_dir, review_overlap=1.0, review_overlap_reviewers=2)
     _, manifest = export(store, out, fmt="openai", include_verified=False, settings=settings)
     return [json.loads(line)["metadata"]["episode_id"]
-            for name in manifest["files"] for line in (out / name).read_text().splitlines()]
+            for name in manifest["files"] for line in (export_dir(out, manifest) / name).read_text().splitlines()]
 
 
 def test_a_rejection_after_the_leads_approval_reopens_the_episode(tmp_path, state_url):

@@ -78,8 +78,8 @@ def test_full_round_status_and_export(tmp_path, backend_env):
 
     export = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=backend_env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
-    manifest = json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())
-    lines = [line for name in sorted(manifest["files"]) for line in (tmp_path / "out" / name).read_text().splitlines()]
+    manifest = json.loads((tmp_path / "out" / "openai-chat" / "openai-chat.manifest.json").read_text())
+    lines = [line for name in sorted(manifest["files"]) for line in (tmp_path / "out" / "openai-chat" / name).read_text().splitlines()]
     assert 0 < len(lines) <= r["successes"]
     for line in lines:
         record = json.loads(line)
@@ -97,7 +97,7 @@ def test_full_round_status_and_export(tmp_path, backend_env):
     # Without --verified, nothing is approved yet: nothing is exported, and the manifest says why.
     approved_only = flywheel("export", "--out", str(tmp_path / "out2"), env=backend_env, cwd=tmp_path)
     assert approved_only.returncode == 0, approved_only.stderr
-    empty = json.loads((tmp_path / "out2" / "openai-chat.manifest.json").read_text())
+    empty = json.loads((tmp_path / "out2" / "openai-chat" / "openai-chat.manifest.json").read_text())
     assert empty["files"] == {} and empty["excluded"]["not_reviewed"] > 0
 
 

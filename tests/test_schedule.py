@@ -115,7 +115,7 @@ def test_serve_registers_the_nightly_schedule_and_runs_a_round(tmp_path, prefect
     exported = flywheel("export", "--verified", "--out", str(tmp_path / "out"), env=cli_env(prefect_server),
                         cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
-    manifest = json.loads((tmp_path / "out" / "openai-chat.manifest.json").read_text())
+    manifest = json.loads((tmp_path / "out" / "openai-chat" / "openai-chat.manifest.json").read_text())
     art = [a for a in _api(prefect_server, "/artifacts/filter", {"artifacts": {"key": {"any_": ["export-openai"]}}})
            if str(tmp_path / "out") in a["data"]]
     assert len(art) == 1 and art[0]["data"].startswith("# Export: openai")

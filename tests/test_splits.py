@@ -16,6 +16,7 @@ from generators.phone.families.base import variant_of
 from warehouse.settings import Settings
 from warehouse.store import Store
 
+from tests.conftest import export_dir
 from tests.review_fixtures import make_round
 
 N_TASKS = 10_000
@@ -96,7 +97,7 @@ def test_export_never_puts_challenge_episodes_in_a_training_file(tmp_path):
         out = tmp_path / fmt
         _, manifest = export(store, out, fmt=fmt, include_verified=True, settings=Settings(data_dir=tmp_path / "d"))
         for name, info in manifest["files"].items():
-            for line in (out / name).read_text().splitlines():
+            for line in (export_dir(out, manifest) / name).read_text().splitlines():
                 meta = json.loads(line).get("metadata") or json.loads(line)
                 ids = [meta.get(k) for k in ("episode_id", "chosen_id", "rejected_id") if meta.get(k)]
                 splits = {split_of[i] for i in ids} or {meta["split"]}

@@ -79,7 +79,7 @@ def test_export_beside_the_data_directory_is_not_refused(world, tmp_path, capsys
     sibling = data.parent / f"{data.name}-exports"  # a name that starts like the data directory's
     code, _, err = run_cli(_export(data, sibling), capsys)
     assert code == 0, err
-    assert (sibling / "openai-chat.manifest.json").exists()
+    assert (sibling / "openai-chat" / "openai-chat.manifest.json").exists()
 
 
 # --- export onto a full disk --------------------------------------------------------------
@@ -100,8 +100,8 @@ def small_disk(where: Path, size: str) -> Iterator[Path]:
 
 
 def _no_half_export(out: Path) -> None:
-    left = sorted(p.name for p in out.iterdir()) if out.exists() else []
-    assert not [n for n in left if n.endswith("manifest.json") or ".tmp-" in n], left
+    left = sorted(str(p.relative_to(out)) for p in out.rglob("*")) if out.exists() else []
+    assert left == [], left  # not the export's link, nor the version it was writing
 
 
 def test_export_onto_a_full_disk_is_one_line_with_the_path(world, tmp_path, capsys):
@@ -141,7 +141,7 @@ def test_export_past_a_file_size_limit_is_one_line_with_the_path(tmp_path, fresh
     whole = flywheel(*_export(data, tmp_path / "whole", "--format", "sharegpt", "--state-url", fresh_postgres_url),
                      env=env, cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr
-    assert max(p.stat().st_size for p in (tmp_path / "whole").iterdir()) > limit
+    assert max(p.stat().st_size for p in (tmp_path / "whole" / "sharegpt").iterdir()) > limit
 
 
 # --- decide on a read-only data directory -------------------------------------------------

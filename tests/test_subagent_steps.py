@@ -17,6 +17,7 @@ from flows.export_cmd import export
 from generators.collect import run_episode
 from generators.phone.families import get_family
 from generators.policies.scripted import ScriptedPolicy
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 from warehouse.contract import Step
 
@@ -124,14 +125,14 @@ def test_exports_of_a_delegating_round_carry_no_subagent_step_as_the_planners(de
     store, _ = delegating_round
     result, manifest = export(store, tmp_path, fmt=fmt, include_verified=True)
     assert result.rows > 0
-    text = "\n".join((tmp_path / name).read_bytes().decode("utf-8", "replace") for name in manifest["files"])
+    text = "\n".join((export_dir(tmp_path, manifest) / name).read_bytes().decode("utf-8", "replace") for name in manifest["files"])
     assert "subagent:" not in text
     if fmt != "openai":
         return
     planner_calls = dict(store.duck().execute(
         "SELECT episode_id, count(*) FILTER (WHERE action_tool = 'start_subagent') FROM steps "
         "WHERE actor = 'planner' GROUP BY 1").fetchall())
-    lines = [ln for name in manifest["files"] for ln in (tmp_path / name).read_text().splitlines() if ln.strip()]
+    lines = [ln for name in manifest["files"] for ln in (export_dir(tmp_path, manifest) / name).read_text().splitlines() if ln.strip()]
     for line in lines:
         record = json.loads(line)
         made = [c for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []

@@ -25,6 +25,7 @@ from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
 from review_app.plain_text import as_text as shown
+from tests.conftest import export_dir
 from tests.curation_data import build_round
 from tests.review_fixtures import PASSWORD, make_accounts
 
@@ -55,9 +56,9 @@ def _rows(out: Path, manifest) -> list[dict]:
     rows = []
     for name in sorted(manifest["files"]):
         if name.endswith(".parquet"):
-            rows += pq.read_table(out / name).to_pylist()
+            rows += pq.read_table(export_dir(out, manifest) / name).to_pylist()
         else:
-            rows += [json.loads(line) for line in (out / name).read_text().splitlines()]
+            rows += [json.loads(line) for line in (export_dir(out, manifest) / name).read_text().splitlines()]
     return rows
 
 

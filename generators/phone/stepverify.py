@@ -21,7 +21,7 @@ from warehouse.contract import Action, Feedback, TaskSpec, Verification
 
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
-from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label
+from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label, verifiable
 from generators.phone.world import Snapshot, Table, row_change, row_json
 
 
@@ -55,7 +55,7 @@ class IncrementalVerifier:
     :meth:`observe` is told which rows of which tables moved in the step (in any field)."""
 
     def __init__(self, task: TaskSpec, initial: Snapshot, tables: dict[str, Table], plan: VerifierPlan | None = None):
-        self.task, self.initial, self.tables = task, initial, tables
+        self.task, self.initial, self.tables = verifiable(task), initial, tables
         p = plan if plan is not None else VerifierPlan(task.requirements)
         self.reqs, self.ids, self.weights, self.total, self.hard = p.reqs, p.ids, p.weights, p.total, p.hard
         self.hard_ids, self.noop, self.state, self.other = p.hard_ids, p.noop, p.state, p.other

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
+from warehouse.errors import InputError
 from warehouse.ids import canonical_json
 
 from generators.phone.checks_calls import CALL_CHECKS
@@ -24,6 +25,18 @@ from generators.phone.tools import PhoneError, tool_kind
 from generators.phone.world import Snapshot, World
 
 Calls = list[dict[str, Any]]
+
+
+class NoVerifier(InputError):
+    """A task with no requirements (an imported one, say): nothing tells a good rollout from a bad one,
+    so it is refused, never scored (an empty list of checks would pass every rollout)."""
+
+
+def verifiable(task: TaskSpec) -> TaskSpec:
+    """``task``, when it has requirements to verify; else :class:`NoVerifier`."""
+    if not task.requirements:
+        raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
+    return task
 
 
 def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], brief: bool = False,
@@ -188,9 +201,9 @@ def score(task: TaskSpec, results: list[RequirementResult], calls: Calls) -> tup
     """(success, progress, minefields) from requirement results.
 
     success = every hard requirement passes and no minefield is hit; progress = the
-    weighted fraction of requirements passed.
+    weighted fraction of requirements passed. :class:`NoVerifier` for a task without requirements.
     """
-    mines = minefields_hit(task, calls)
+    mines = minefields_hit(verifiable(task), calls)
     success = all(r.passed for r in results if r.hard) and not mines
     total = sum(r.weight for r in results)
     progress = sum(r.weight for r in results if r.passed) / total if total else float(success)
@@ -200,8 +213,10 @@ def score(task: TaskSpec, results: list[RequirementResult], calls: Calls) -> tup
 def evaluate(task: TaskSpec, initial_snapshot: Snapshot, final_world: World, calls: Calls,
              finish_args: dict[str, Any] | None,
              after: Snapshot | None = None) -> tuple[list[RequirementResult], bool, float, list[str]]:
-    """Score an episode: (results, success, progress, minefields); see ``score``."""
+    """Score an episode: (results, success, progress, minefields); see ``score`` (which refuses a task
+    without requirements)."""
     # ``after``: a snapshot of final_world already taken; else its live rows, only read here
+    verifiable(task)
     changes = final_world.diff(initial_snapshot, final_world.view() if after is None else after)
     results = [check_requirement(r, changes, calls, finish_args) for r in task.requirements]
     return results, *score(task, results, calls)
@@ -222,7 +237,7 @@ class StepVerifier:
     re-evaluating only what a step could change (tests compare the two after every step)."""
 
     def __init__(self, task: TaskSpec, initial_snapshot: Snapshot, initial_world: World):
-        self.task, self.initial = task, initial_snapshot
+        self.task, self.initial = verifiable(task), initial_snapshot
         results, _, self.progress, _ = evaluate(task, initial_snapshot, initial_world, [], None)
         self.passing = {r.id for r in results if r.passed}
         self.mines: set[str] = set()
