@@ -15,7 +15,7 @@ from typing import Any
 
 from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
-from warehouse.jsonfile import read_document, read_records, stream_records
+from warehouse.jsonfile import document_and_items, stream_records
 
 
 ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
@@ -48,7 +48,7 @@ def _starts_as_zip(path: Path) -> bool:
         return False  # the JSON reader says why it cannot be read
 
 
-def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
+def read_inspect(path: Path, scorer: str | None = None) -> Iterable[Any]:
     """An Inspect log: a ``.eval`` zip (``header.json``, ``samples/*.json``) or a ``.json`` log."""
     if _starts_as_zip(path) or zipfile.is_zipfile(path):
         try:
@@ -77,18 +77,24 @@ def read_inspect(path: Path, scorer: str | None = None) -> list[Any]:
         if not samples:
             raise InputError(f"{path}: an Inspect .eval log without samples/*.json")
         return inspect_log.records(header if isinstance(header, dict) else {}, samples, scorer=scorer)
-    log = read_document(path)
+    log, samples = document_and_items(path, "samples")
     if not isinstance(log, dict) or not isinstance(log.get("samples"), list):
         raise InputError(f"{path}: not an Inspect eval log (a .eval zip, or JSON with a 'samples' list)")
-    return inspect_log.records(log, [(f"sample {i + 1}", s) for i, s in enumerate(log["samples"])], scorer=scorer)
+    return inspect_log.records(log, ((f"sample {i}", s) for i, s in enumerate(samples, start=1)), scorer=scorer)
 
 
-# format -> reader (path, scorer) -> records; openai-chat and adp stream JSON Lines a line at a time (the others
-# are one document, or group a whole file's spans)
+def read_tau2(path: Path, scorer: str | None = None) -> Iterable[Any]:
+    """τ²-bench results: the document, its simulations one at a time."""
+    results, simulations = document_and_items(path, "simulations")
+    return tau2.records(results, simulations, str(path))
+
+
+# format -> reader (path, scorer) -> records, read one at a time (a JSON Lines line, a JSON list's item, a
+# document's simulations or samples), except otel's: a conversation's spans may be anywhere in the file
 READERS: dict[str, Callable[[Path, str | None], Iterable[Any]]] = {
     "openai-chat": lambda path, scorer: stream_records(path),
     "inspect": read_inspect,
-    "tau2": lambda path, scorer: tau2.records(read_document(path), str(path)),
-    "otel": lambda path, scorer: otel.records(read_records(path), str(path), scorer),
+    "tau2": read_tau2,
+    "otel": lambda path, scorer: otel.records(stream_records(path), str(path), scorer),
     "adp": lambda path, scorer: adp.records(stream_records(path)),
 }

@@ -5,14 +5,14 @@ A file is a JSON list (items are "record N"), one JSON object (pretty-printed or
 that breaks, or no line that parses) is one InputError ``FILE:LINE:COL: not JSON: ...`` (a
 document cut short: at the end of the file, "unexpected end of file"); one bad JSON Lines
 line is a problem on that record, so callers can skip it and go on. A reader that wants
-exactly one document (pretty-printed or not) uses :func:`read_document`. A UTF-8 byte-order
-mark is ignored.
+exactly one document (pretty-printed or not) uses :func:`read_document`, or
+:func:`document_and_items` to read the items of its big list one at a time (:mod:`warehouse.jsonstream`).
+A UTF-8 byte-order mark is ignored.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.errors import InputError
-
-
-TOO_DEEP = "nested too deeply to read (JSON deeper than the parser's recursion limit)"
+from warehouse.jsonstream import TOO_DEEP, document_parts, not_json
 
 
 @dataclass(frozen=True)
@@ -85,24 +83,6 @@ def _lines(text: str, name: str, as_document: json.JSONDecodeError | None = None
     return out
 
 
-_PART_OF_A_TOKEN = re.compile(r'[^\s,:\[\]{}"]*')  # what a cut leaves of a number, true/false/null or an escape
-
-
-def not_json(name: str, exc: json.JSONDecodeError) -> InputError:
-    """``FILE:LINE:COL: not JSON: ...`` for ``exc``. A document cut short is named where the file ends, json's
-    own position being where the cut string, number or literal began."""
-    text = exc.doc
-    end = len(text.rstrip())
-    in_string = exc.msg.startswith("Unterminated string")  # json says so only when a string runs to the end
-    in_value = exc.msg in ("Expecting value", "Expecting ',' delimiter") or exc.msg.startswith("Invalid \\u")
-    cut_value = in_value and _PART_OF_A_TOKEN.fullmatch(text[exc.pos:end])  # not a bare word where a key belongs
-    if not in_string and not cut_value and exc.pos < end:
-        return InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}")
-    line, col = text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end)
-    inside = f" (inside a string begun at {exc.lineno}:{exc.colno})" if in_string else ""
-    return InputError(f"{name}:{line}:{col}: not JSON: unexpected end of file{inside}")
-
-
 def parse_document(text: str, name: str) -> Any:
     """The one JSON document ``text`` is (pretty-printed or not); ``name`` is the file named in errors."""
     text = text.removeprefix("\ufeff")
@@ -145,6 +125,25 @@ def read_document(path: Path) -> Any:
     return parse_document(_read_text(path), str(path))
 
 
+def document_and_items(path: Path, key: str) -> tuple[Any, Iterator[Any]]:
+    """The JSON document ``path`` is, with its member ``key`` (when a list) as an empty list, and that list's
+    items, read again from the file one at a time: memory for one item, not the file. One-line InputError when
+    the file cannot be read or is not one JSON document (said before this returns)."""
+    document: Any = {}
+    for name, number, value in document_parts(path, (key,)):
+        if number == 0 and name is not None:
+            document[name] = value
+        elif number == 0:
+            document = value  # a list (its items not kept) or another value: no object with the key
+
+    def items() -> Iterator[Any]:
+        for name, number, value in document_parts(path, (key,)):
+            if name == key and number:
+                yield value
+
+    return document, items()
+
+
 def file_sha256(path: Path) -> str:
     """The SHA-256 of ``path``, read in blocks; one-line InputError when it cannot be read."""
     digest = hashlib.sha256()
@@ -157,34 +156,58 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _first_lines(path: Path) -> list[bytes]:
-    """The first two non-blank lines of ``path`` (fewer when it has fewer)."""
-    out: list[bytes] = []
+def _first_of_two_lines(path: Path) -> bytes | None:
+    """The first non-blank line of ``path`` when another non-blank line follows it, else None. Read a block at a
+    time: a document on one line (a whole file) is scanned, never held."""
+    line_start = offset = 0
+    start = end = None
     with path.open("rb") as fh:
-        for line in fh:
-            if line.strip():
-                out.append(line)
-                if len(out) == 2:
-                    break
-    return out
+        while piece := fh.readline(1 << 16):  # a line, or 64 kB of one
+            if start is None and piece.strip():
+                start = line_start
+            elif end is not None and piece.strip():
+                fh.seek(start)
+                return fh.read(end - start)
+            offset += len(piece)
+            if piece.endswith(b"\n"):
+                line_start = offset
+                if start is not None and end is None:
+                    end = offset
+    return None
 
 
 def _is_json_lines(path: Path) -> bool:
     """Whether ``path`` is JSON Lines: a first line that is a JSON object on its own, and more lines."""
     try:
-        first = _first_lines(path)
-        if len(first) < 2:
+        first = _first_of_two_lines(path)
+        if first is None:
             return False
-        head = first[0].decode("utf-8").removeprefix("\ufeff").strip()
+        head = first.decode("utf-8").removeprefix("\ufeff").strip()
         return head.startswith("{") and isinstance(json.loads(head), dict)
     except (OSError, ValueError, RecursionError):
         return False
 
 
+def _is_a_list(path: Path) -> bool:
+    """Whether ``path`` begins as a JSON list does."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False  # the reader says why it cannot be read
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+
+
 def stream_records(path: Path) -> Iterator[JsonRecord]:
     """The records of ``path`` as :func:`read_records` gives them, one line at a time for JSON Lines (a
-    line in memory at once); a file that is one JSON document is read whole. Errors as read_records:
-    a file none of whose lines is JSON is an InputError (raised once every line is read)."""
+    line in memory at once) and one item at a time for a JSON list; a file that is one JSON object is read
+    whole. Errors as read_records: a file none of whose lines is JSON is an InputError (raised once every line
+    is read)."""
+    if _is_a_list(path):
+        for _, number, value in document_parts(path, one_document=False):
+            if number:
+                yield JsonRecord(f"record {number}", number, value)
+        return
     if not _is_json_lines(path):
         yield from read_records(path)
         return

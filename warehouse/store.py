@@ -89,6 +89,13 @@ class Store:
     def session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
 
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """A session for one read that needs no transaction: each statement commits by itself, so a read
+        is its statements and nothing more (no BEGIN and ROLLBACK, each a round trip to a database server)."""
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn, Session(conn) as s:
+            yield s
+
     # --- writing -----------------------------------------------------------------
 
     @contextmanager
@@ -207,8 +214,8 @@ class Store:
     @retried
     def recorded(self, round_ids: list[str] | None = None) -> dict[str, list[tuple[str, str]]]:
         """Per table, the recorded shards ``(path, checksum)`` of ``round_ids`` (None: every round)."""
-        with self.session() as s:
-            return {t: state.shard_files(session=s, table_name=t, round_ids=round_ids) for t in TABLES}
+        with self.reading() as s:
+            return state.shard_files_by_table(session=s, table_names=list(TABLES), round_ids=round_ids)
 
     def readable(self, recorded: dict[str, list[tuple[str, str]]]) -> dict[str, list[str]]:
         """Local files for recorded shards (from the bucket's read cache, fetched if missing)."""

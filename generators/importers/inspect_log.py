@@ -11,6 +11,7 @@ Shapes as documented in Inspect's ``EvalSample``, ``ChatMessage*``, ``ToolCall``
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from generators.importers.chat import BAD_SHAPE, Parsed, problem_of, text_of, tool_call, tool_result
@@ -54,24 +55,23 @@ def _messages(sample: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def records(header: dict[str, Any], samples: list[tuple[str, Any]], *, scorer: str | None = None) -> list[Parsed]:
-    """One chat record per sample ((where, sample JSON, or None with ``problem`` text)), given the log's header."""
+def records(header: dict[str, Any], samples: Iterable[tuple[str, Any]], *, scorer: str | None = None) -> Iterator[Parsed]:
+    """One chat record per sample ((where, sample JSON, or the exception that says why it is unreadable)), given
+    the log's header, as they come."""
     spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
     task, model = str(spec.get("task") or "inspect"), str(spec.get("model") or "")
-    out = []
     for n, (where, sample) in enumerate(samples, start=1):
         if isinstance(sample, Exception):
-            out.append(Parsed(where, n, None, str(sample)))
+            yield Parsed(where, n, None, str(sample))
             continue
         if not isinstance(sample, dict) or "id" not in sample:
-            out.append(Parsed(where, n, None, "a sample must be an object with an id"))
+            yield Parsed(where, n, None, "a sample must be an object with an id")
             continue
         try:
             value = {"messages": _messages(sample), "reward": _reward(sample.get("scores"), scorer),
                      "rollout": sample.get("epoch"), "model": model, "policy": "inspect",
                      "task": {"task_id": f"inspect:{task}:{sample['id']}"}}
         except BAD_SHAPE as exc:
-            out.append(Parsed(where, n, None, problem_of(exc)))
+            yield Parsed(where, n, None, problem_of(exc))
             continue
-        out.append(Parsed(f"{where} (sample {sample['id']}, epoch {sample.get('epoch')})", n, value))
-    return out
+        yield Parsed(f"{where} (sample {sample['id']}, epoch {sample.get('epoch')})", n, value)

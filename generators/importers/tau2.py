@@ -14,6 +14,7 @@ the check says, the check itself as detail) and the whole object as ``reward_inf
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from generators.importers.chat import BAD_SHAPE, Parsed, drop_closing_user_turns, problem_of, tool_call, tool_result
@@ -81,19 +82,23 @@ def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def records(results: Any, name: str) -> list[Parsed]:
-    """One chat record per simulation of the results file ``name`` (or the reason it cannot be one)."""
+def records(results: Any, simulations: Iterable[Any], name: str) -> Iterator[Parsed]:
+    """One chat record per simulation of the results file ``name`` (or the reason it cannot be one), as they
+    come: ``results`` is the file's document (its ``simulations`` may be left empty), ``simulations`` its
+    simulations."""
     if not isinstance(results, dict) or not isinstance(results.get("simulations"), list):
         raise InputError(f"{name}: not τ²-bench results (JSON with a 'simulations' list)")
     info = results.get("info") if isinstance(results.get("info"), dict) else {}
     env = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
     agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
-    domain = str(env.get("domain_name") or "tau2")
-    out = []
-    for n, sim in enumerate(results["simulations"], start=1):
+    return _records(simulations, str(env.get("domain_name") or "tau2"), str(agent.get("llm") or ""))
+
+
+def _records(simulations: Iterable[Any], domain: str, model: str) -> Iterator[Parsed]:
+    for n, sim in enumerate(simulations, start=1):
         where = f"simulation {n}"
         if not isinstance(sim, dict) or sim.get("task_id") in (None, ""):
-            out.append(Parsed(where, n, None, "a simulation must be an object with a task_id"))
+            yield Parsed(where, n, None, "a simulation must be an object with a task_id")
             continue
         where = f"simulation {n} (task {sim['task_id']}, trial {sim.get('trial')})"
         reward_info = sim.get("reward_info") if isinstance(sim.get("reward_info"), dict) else {}
@@ -101,10 +106,9 @@ def records(results: Any, name: str) -> list[Parsed]:
             value = {"messages": _messages(sim), "reward": reward_info.get("reward"),
                      "reward_breakdown": reward_info.get("reward_breakdown") or None,
                      "reward_checks": reward_checks(reward_info) or None,
-                     "rollout": sim.get("trial"), "termination": _termination(sim.get("termination_reason")), "model": str(agent.get("llm") or ""), "policy": "tau2",
+                     "rollout": sim.get("trial"), "termination": _termination(sim.get("termination_reason")), "model": model, "policy": "tau2",
                      "task": {"task_id": f"tau2:{domain}:{sim['task_id']}"}}
         except BAD_SHAPE as exc:
-            out.append(Parsed(where, n, None, problem_of(exc)))
+            yield Parsed(where, n, None, problem_of(exc))
             continue
-        out.append(Parsed(where, n, value))
-    return out
+        yield Parsed(where, n, value)
