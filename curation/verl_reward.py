@@ -29,7 +29,7 @@ from typing import Any
 
 from curation.rewards import NoVerifier, RewardOptions, reward
 from curation.rewards import action_of as _action
-from generators.phone import PhoneEnv
+from generators.phone import PhoneEnv, get_family
 from warehouse.contract import TaskSpec
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
@@ -67,7 +67,7 @@ def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, b
     (the verifier's own view; the reward is :func:`curation.rewards.reward`)."""
     if not task.requirements:
         raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     for i, (name, args) in enumerate(calls):
         if env.done:
@@ -148,7 +148,8 @@ class PhoneTool:
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, dict]:
         instance_id = instance_id or str(uuid.uuid4())
         task_id = (kwargs.get("create_kwargs") or kwargs)["task_id"]
-        env = PhoneEnv(task_spec(self.config["task_specs"], task_id))
+        task = task_spec(self.config["task_specs"], task_id)
+        env = PhoneEnv(task, get_family(task.family))
         env.reset()
         self._envs[instance_id] = env
         self._calls[instance_id] = []

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from generators.competence import variant_of
 from generators.phone.families.base import Family
+from generators.phone.gate import scenario_gate_reason
 from generators.planner import TaskSlot
 from generators.writers.template import TemplateWriter
 from warehouse.contract import TaskSpec
@@ -62,7 +63,7 @@ def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = N
         if wanted and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted:
             continue
         result.tried += 1
-        reason = family.gate(task)
+        reason = scenario_gate_reason(family, task)
         if reason is None:
             result.task = task
             return result

@@ -271,7 +271,8 @@ def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
     idle = [("finish", "finish", {"status": "completed", "claims": []})]
 
     def fresh(actions):
-        return replay_final_hash(task, [Action.model_construct(kind=k, tool=t, arguments=a) for k, t, a in actions])
+        return replay_final_hash(task, [Action.model_construct(kind=k, tool=t, arguments=a) for k, t, a in actions],
+                                 FAMILIES["F01"])
 
     assert fresh(solved) != fresh(idle)  # the reference solution changes the world
     assert [replay_hash(task, solved), replay_hash(task, idle), replay_hash(task, solved)] == \

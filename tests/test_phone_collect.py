@@ -19,7 +19,7 @@ def test_run_episode_is_deterministic_and_replayable():
             b = run_episode(task, ScriptedPolicy(seed=5), rollout=seed % 2, round_id="r", batch_id="b", created_at=WHEN)
             assert a.model_dump_json() == b.model_dump_json()
             assert a.episode.episode_id == episode_id(task.task_id, "scripted", seed % 2)
-            assert replay_final_hash(task, [s.action for s in a.steps]) == a.outcome.final_state_hash
+            assert replay_final_hash(task, [s.action for s in a.steps], family) == a.outcome.final_state_hash
             assert a.steps[-1].feedback.state_hash == a.outcome.final_state_hash
 
 

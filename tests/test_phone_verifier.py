@@ -163,7 +163,7 @@ def test_families_with_hard_claims_fail_an_answer_citing_a_fact_no_call_returned
     assert not _finish_with_claim(task, "")[1]  # an empty fact is never grounded either
     from generators.phone.env import PhoneEnv
 
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     env.step(get_family(fid).reference_actions(task)[0])
     result = env.calls[0]["result"]

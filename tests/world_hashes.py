@@ -30,7 +30,7 @@ def world_hashes() -> dict[str, list[str]]:
             for difficulty in (1, 2, 3):
                 task = family.make_task(seed, difficulty)
                 out[task.task_id] = [family.build_world(task).state_hash(),
-                                     replay_final_hash(task, family.reference_actions(task))]
+                                     replay_final_hash(task, family.reference_actions(task), family)]
     return out
 
 

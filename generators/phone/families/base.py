@@ -316,15 +316,6 @@ class Family:
                 call_tool(world, a.tool, a.arguments, allowed=task.tools)
         return world, world.diff(before)
 
-    def gate(self, task: TaskSpec) -> str | None:
-        """None if the task (every session of its scenario, for the first) passes the generation gate,
-        else why it is rejected."""
-        from generators.phone.gate import gate_reason  # the gate runs PhoneEnv, which imports families
-
-        if self.sessions > 1 and task.session == 1:  # a scenario is kept only if every session passes
-            return next((r for r in (gate_reason(self, t) for t in self.scenario(task)) if r), None)
-        return gate_reason(self, task)
-
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         """The reference with one realistic wrong argument in its first write (or in finish's answer)."""
         return with_wrong_argument(task, actions, rng)
