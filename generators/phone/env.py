@@ -79,14 +79,6 @@ def user_question(action: Action) -> tuple[str, list[Any] | None] | None:
     return action.arguments["question"], action.arguments.get("options")
 
 
-def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family, world: World | None = None) -> str:
-    """The final state hash after re-executing ``actions`` in a fresh world (the replay check), or
-    in ``world`` (the task's initial world, changed in place)."""
-    world = world if world is not None else family.build_world(task)
-    replay_actions(task, actions, world)
-    return world.state_hash()
-
-
 def replay_actions(task: TaskSpec, actions: list[Action], world: World) -> None:
     """Re-execute ``actions`` in ``world`` (the task's initial world, changed in place) until the episode
     ended: the same step function and the same end rules as :class:`PhoneEnv` (an accepted finish, or
