@@ -67,6 +67,12 @@ class Requirement(_Record):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+def variant_of(template: str | None) -> str:
+    """A task's variant: its template ``<variant>.<wording>`` without the wording (``update_phone.terse`` ->
+    ``update_phone``): what the task asks, not how it is worded."""
+    return (template or "").split(".", 1)[0]
+
+
 class TaskSpec(_Record):
     """A verifiable task: everything needed to rebuild its world and check it."""
 

@@ -12,7 +12,7 @@ import random
 from collections import OrderedDict
 from typing import Any, NamedTuple, Protocol
 
-from warehouse.contract import Action, Requirement, Split, TaskSpec
+from warehouse.contract import Action, Requirement, Split, TaskSpec, variant_of
 from warehouse.errors import ConfigError
 from warehouse.ids import digest, task_id
 
@@ -58,11 +58,6 @@ HARD_CLAIMS_GROUNDED = CLAIMS_GROUNDED.model_copy(update={"hard": True})
 
 
 SPLITS: tuple[Split, ...] = ("train", "dev", "test", "challenge")
-
-
-def variant_of(template: str) -> str:
-    """The variant of a template name ``<variant>.<wording>``: what the task asks, not how it is worded."""
-    return template.split(".", 1)[0]
 
 
 def hashed_split(family_id: str, template: str) -> Split:
