@@ -35,7 +35,7 @@ from pathlib import Path
 from flows import stages
 from flows.feedback_cmd import import_feedback
 from flows.planning import refresh_proposal
-from generators.competence import variant_of
+from warehouse.contract import variant_of
 from generators.phone.families import get_family
 from review_app import accounts, decisions, release
 from review_app.data import Overlap

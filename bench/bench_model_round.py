@@ -63,7 +63,7 @@ def round_cpu_seconds() -> float:
     total = sum(me.cpu_times()[:2])
     for child in me.children(recursive=True):
         try:
-            if "generators.modelserver" not in " ".join(child.cmdline()):
+            if "tests.modelserver" not in " ".join(child.cmdline()):
                 total += sum(child.cpu_times()[:2])
         except psutil.Error:  # ended meanwhile
             continue
@@ -122,7 +122,7 @@ def main() -> None:
 
     configure_prefect(root / "home")
     from flows.round import round_flow
-    from generators.modelserver import FaultConfig, serve_in_process
+    from tests.modelserver import FaultConfig, serve_in_process
     from tests.conftest import single_session_families
     from warehouse.settings import load_settings
 

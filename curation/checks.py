@@ -5,26 +5,10 @@ The per-record reference definition; the cascade computes the same key on column
 
 from __future__ import annotations
 
-import re
-
 from warehouse.contract import Episode, Outcome, Step
 from warehouse.ids import canonical_json, digest
 
-_SPACE = re.compile(r"\s+")
-
-
-def normalise_text(text: str) -> str:
-    return _SPACE.sub(" ", text.strip().lower())
-
-
-def _normalise_value(value):
-    if isinstance(value, str):
-        return normalise_text(value)
-    if isinstance(value, dict):
-        return {k: _normalise_value(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_normalise_value(v) for v in value]
-    return value
+from curation.signatures import normalise_text, normalise_value
 
 
 def exact_key(episode: Episode, steps: list[Step], outcome: Outcome) -> str:
@@ -33,7 +17,7 @@ def exact_key(episode: Episode, steps: list[Step], outcome: Outcome) -> str:
     calls = [
         # a text turn (``message``) is what it says; the user's count too: an import's user says what it wants
         [s.action.kind, s.action.tool,
-         _normalise_value({"text": s.action.text} if s.action.kind == "message" else s.action.arguments)]
+         normalise_value({"text": s.action.text} if s.action.kind == "message" else s.action.arguments)]
         for s in sorted(steps, key=lambda s: s.index)
         if s.actor == "planner" or (s.actor == "user" and s.action.kind == "message")
     ]

@@ -27,7 +27,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from generators.phone import PhoneEnv
+from generators.phone import PhoneEnv, get_family
 from generators.phone.tools import META_SCHEMAS
 from generators.phone.verifier import NoVerifier as NoVerifier  # the verifier's refusal, raised here too
 from generators.phone.verifier import verifiable
@@ -79,7 +79,7 @@ def action_of(i: int, name: str, args: Any) -> Action:
 
 def run(task: TaskSpec, calls: list[Call]) -> Rollout:
     """Run ``calls`` on a fresh world of ``task`` through the one environment step function."""
-    env = PhoneEnv(verifiable(task))
+    env = PhoneEnv(verifiable(task), get_family(task.family))
     env.reset()
     steps = 0
     for i, (name, args) in enumerate(calls):
@@ -182,7 +182,7 @@ def baseline_table(tasks: list[tuple[TaskSpec, list[Call]]]) -> dict[str, Any]:
 
 def progress(task: TaskSpec, calls: list[Call]) -> float:
     """The verifier's raw progress (what the old reward paid): kept only to show why it is not the reward."""
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     for i, (name, args) in enumerate(calls):
         if env.done:

@@ -29,7 +29,7 @@ from typing import Any
 
 from curation.rewards import RewardOptions, reward
 from curation.rewards import action_of as _action
-from generators.phone import PhoneEnv
+from generators.phone import PhoneEnv, get_family
 from generators.phone.verifier import verifiable
 from warehouse.contract import TaskSpec
 
@@ -66,7 +66,7 @@ def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
 def replay_score(task: TaskSpec, calls: list[tuple[str, Any]]) -> tuple[float, bool]:
     """(progress, success) of running ``calls`` on a fresh world of ``task`` through the environment
     (the verifier's own view; the reward is :func:`curation.rewards.reward`)."""
-    env = PhoneEnv(verifiable(task))
+    env = PhoneEnv(verifiable(task), get_family(task.family))
     env.reset()
     for i, (name, args) in enumerate(calls):
         if env.done:
@@ -147,7 +147,8 @@ class PhoneTool:
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, dict]:
         instance_id = instance_id or str(uuid.uuid4())
         task_id = (kwargs.get("create_kwargs") or kwargs)["task_id"]
-        env = PhoneEnv(task_spec(self.config["task_specs"], task_id))
+        task = task_spec(self.config["task_specs"], task_id)
+        env = PhoneEnv(task, get_family(task.family))
         env.reset()
         self._envs[instance_id] = env
         self._calls[instance_id] = []

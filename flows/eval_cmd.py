@@ -17,6 +17,7 @@ from flows.feedback_cmd import EVAL_PREFIX, FEEDBACK_ROUND, FeedbackImport
 from flows.planning import mix_for
 from flows.stages.collect import collect_records, commit_records
 from generators.phone.families import get_family
+from generators.phone.gate import scenario_gate_reason
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints
 from warehouse.contract import EpisodeRecord, FeedbackRecord, TaskSpec
@@ -59,7 +60,7 @@ def eval_tasks(settings: Settings, families: list[str], levels: dict[str, int], 
             if len(per[fam]) >= want[fam]:
                 break
             task = family.make_task(EVAL_SEED + seed * 100_003 + i, levels.get(fam, 1), writer)
-            if task.split == split and family.gate(task) is None:
+            if task.split == split and scenario_gate_reason(family, task) is None:
                 per[fam].append(task)
         if want[fam] and not per[fam]:
             missing.append(fam)

@@ -88,11 +88,6 @@ def export(
     return result, manifest
 
 
-def export_openai_chat(store: Store, out_dir: Path, *, include_verified: bool, round_ids: list[str] | None = None):
-    """The OpenAI chat export (kept for callers of the first version)."""
-    return export(store, out_dir, fmt="openai", include_verified=include_verified, round_ids=round_ids)
-
-
 def export_release(
     store: Store, out_dir: Path, release_id: str, *, fmt: str = "openai", scrub: bool = True,
     settings: Settings | None = None, pairs: str | None = None, progress: bool = False,

@@ -57,7 +57,7 @@ def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model
     ``cfg.concurrency``, and all book their calls in ``bookings`` (shared limits) when given."""
     # the client's own timeout is a backstop; the engine times each attempt itself
     from generators.models import OpenAIEndpoint
-    from generators.modelserver.llama import log_for
+    from generators.models.server_log import log_for
 
     endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5,
                               server_log=log_for(base_url))

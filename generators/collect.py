@@ -24,12 +24,12 @@ from warehouse.contract import (Action, Cost, Episode, EpisodeRecord, Feedback, 
 from warehouse.ids import episode_id
 
 from generators.phone.attribution import attribute_failure, classify
-from generators.phone.env import ENV_VERSION, PhoneEnv, replay_final_hash, user_question
+from generators.phone.env import ENV_VERSION, PhoneEnv, user_question
 from generators.phone.user import UserAnswer
 from generators.phone.families import get_family
 
-__all__ = ["Actor", "Policy", "Turn", "User", "build_record", "collect_episode", "collect_episodes", "replay_final_hash",
-           "run_episode", "run_now"]
+__all__ = ["Actor", "Policy", "Turn", "User", "build_record", "collect_episode", "collect_episodes", "run_episode",
+           "run_now"]
 
 INVALID_HINT = "reply with exactly one call to one of the listed tools, with a JSON object as arguments"
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from warehouse.contract import FeedbackRecord
+from warehouse.contract import FeedbackRecord, variant_of
 
 MIN_EVIDENCE = 5.0  # decayed results needed before a level is called anything but uncertain
 MASTERED = 0.85
@@ -91,11 +91,6 @@ class _Acc:
     beta: float = 0.0
     models: set[str] = field(default_factory=set)
     per_batch: list[tuple[int, int]] = field(default_factory=list)  # (n, successes), newest first
-
-
-def variant_of(template: str | None) -> str:
-    """A task's variant: its template without the wording (``update_phone.terse`` -> ``update_phone``)."""
-    return (template or "").split(".")[0]
 
 
 def is_report(rec: FeedbackRecord) -> bool:

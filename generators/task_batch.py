@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from generators.competence import variant_of
 from generators.phone.families.base import Family
+from generators.phone.gate import scenario_gate_reason
 from generators.planner import TaskSlot
 from generators.writers.template import TemplateWriter
-from warehouse.contract import TaskSpec
+from warehouse.contract import TaskSpec, variant_of
 
 MAX_SEED_TRIES = 8  # gate rejections in a row before the family is reported broken
 MAX_VARIANT_SEEDS = 64  # seeds scanned for one of a curriculum's variants
@@ -62,7 +62,7 @@ def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = N
         if wanted and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted:
             continue
         result.tried += 1
-        reason = family.gate(task)
+        reason = scenario_gate_reason(family, task)
         if reason is None:
             result.task = task
             return result

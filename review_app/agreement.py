@@ -26,12 +26,6 @@ def in_overlap(episode_id: str, share: float) -> bool:
     return int(hashlib.md5(episode_id.encode("utf-8")).hexdigest()[:8], 16) < share * _SPACE
 
 
-def overlap_sql(column: str, share: float) -> str:
-    """The same test as :func:`in_overlap`, as a DuckDB expression on ``column``."""
-    threshold = int(share * _SPACE)
-    return f"(('0x' || left(md5({column}), 8))::UBIGINT < {threshold})"
-
-
 @dataclass(frozen=True)
 class Overlap:
     """Which share of episodes needs several reviewers, and how many."""

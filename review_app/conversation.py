@@ -137,10 +137,6 @@ def conversation_turns(instruction: str, steps: list[Step]) -> list[Turn]:
     return turns
 
 
-def user_turns(turns: list[Turn]) -> int:
-    return sum(1 for t in turns if t.role == "user")
-
-
 def is_conversation(episode: Episode, steps: list[Step]) -> bool:
     """Shown as a chat: the user speaks again after the instruction, in a simulated-user task
     (a step by the user) or in imported multi-turn data. A single-user task, even with one

@@ -24,8 +24,8 @@ from generators.models import ChatReply, ChatRequest, Engine, EngineConfig, Fake
 from generators.models.adaptive import ConcurrencyLimit
 from generators.models.endpoint import TransientFailure
 from generators.models.openai_endpoint import last_log_line
-from generators.modelserver import FaultConfig, serve_in_process, serve_in_thread
-from generators.modelserver.run import free_port
+from tests.modelserver import FaultConfig, serve_in_process, serve_in_thread
+from tests.modelserver.run import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,7 +182,7 @@ def test_a_server_that_dies_after_answering_is_named_with_its_logs_telling_line(
                    "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n"
                    '  File "/venv/lib/python3.11/site-packages/llama_cpp/llama.py", line 640 in eval\n')
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "generators.modelserver", "--port", str(port)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "tests.modelserver", "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:

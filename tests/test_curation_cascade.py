@@ -262,7 +262,7 @@ def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
     """A task's rollouts replay one after another from copies of one build: the second starts
     from the task's initial world, not from where the first left it."""
     from curation.replay import replay_hash
-    from generators.phone.env import replay_final_hash
+    from tests.world_hashes import replay_final_hash
     from generators.phone.families import FAMILIES
     from warehouse.contract import Action
 
@@ -271,7 +271,8 @@ def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
     idle = [("finish", "finish", {"status": "completed", "claims": []})]
 
     def fresh(actions):
-        return replay_final_hash(task, [Action.model_construct(kind=k, tool=t, arguments=a) for k, t, a in actions])
+        return replay_final_hash(task, [Action.model_construct(kind=k, tool=t, arguments=a) for k, t, a in actions],
+                                 FAMILIES["F01"])
 
     assert fresh(solved) != fresh(idle)  # the reference solution changes the world
     assert [replay_hash(task, solved), replay_hash(task, idle), replay_hash(task, solved)] == \

@@ -83,6 +83,99 @@ def test_import_module_of_a_project_module_counts_as_an_import(tmp_path):
     assert "flows.<computed name on line 6>" in found  # a computed name is flagged, not trusted
 
 
+def _modules(root: Path) -> dict[str, Path]:
+    """Every module of the project's packages under ``root`` by dotted name (a package by its own name)."""
+    out = {}
+    for package in sorted(PROJECT):
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _targets(node: ast.AST, package: str, modules: dict[str, Path]) -> list[str]:
+    """The dotted names one node imports: ``from pkg import sub`` names the submodule, ``from mod import f`` the
+    module; a relative import is made absolute from ``package``."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(parent + ([node.module] if node.module else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+    if _is_import_module(node) and node.args and isinstance(node.args[0], ast.Constant):
+        return [str(node.args[0].value)]
+    return []
+
+
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """Each project module -> the project modules it imports.
+
+    Every import counts, at module level, inside a function, or under ``if TYPE_CHECKING``: a function-level
+    import runs the other module's top level all the same, only later, and deferring it to get round a circle
+    leaves the circle. A module's parent packages are not edges (``import a.b.c`` runs ``a/b/__init__.py``,
+    and a package's ``__init__`` importing its own submodules would otherwise be a circle of itself), which
+    is also what import-linter counts."""
+    modules = _modules(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            for target in _targets(node, package, modules):
+                while target and target not in modules:  # ``from mod import f``: the module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle of imports per back edge a depth-first walk meets (each as the modules along it), none when
+    the graph has no circle."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the walk's path, 2: done
+    path: list[str] = []
+
+    def walk(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                found.append(path[path.index(target):] + [target])
+            elif target not in state:
+                walk(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module)
+    return found
+
+
+def test_no_module_imports_itself_round_a_circle():
+    # a circle makes import order matter (a module half-loaded when the other needs it), ties modules
+    # that should be apart, and keeps an isort pass from being safe
+    cycles = _cycles(_import_graph(ROOT))
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_circle_finder_sees_a_circle_through_a_function_level_import(tmp_path):
+    (tmp_path / "warehouse" / "sub").mkdir(parents=True)
+    (tmp_path / "warehouse" / "__init__.py").write_text("from warehouse import a\n")
+    (tmp_path / "warehouse" / "a.py").write_text("from warehouse.sub import b\n")
+    (tmp_path / "warehouse" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "warehouse" / "sub" / "b.py").write_text("def f():\n    from ..a import x\n")
+    (tmp_path / "warehouse" / "c.py").write_text("import warehouse.a\n")
+    for package in PROJECT - {"warehouse"}:
+        (tmp_path / package).mkdir()
+    graph = _import_graph(tmp_path)
+    assert graph["warehouse"] == {"warehouse.a"} and graph["warehouse.c"] == {"warehouse.a"}
+    assert _cycles(graph) == [["warehouse.a", "warehouse.sub.b", "warehouse.a"]]
+
+
 def test_the_core_imports_without_the_ui_or_orchestrator():
     import subprocess
     import sys

@@ -23,11 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episode
 from generators.models import ChatReply, ChatRequest, Engine, EngineConfig, FakeEndpoint, OpenAIEndpoint
 from generators.models.endpoint import RequestRejected, ToolCall
-from generators.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
+from tests.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation
 from tests.conftest import cli_env, flywheel, flywheel_executable
@@ -144,7 +145,7 @@ def test_a_small_round_against_the_real_server_ends_by_finish_or_budget(llama, t
     assert (policy, model) == (f"openai:{MODEL_ALIAS}", MODEL_ALIAS)
     round_id = con.execute("SELECT DISTINCT round_id FROM episodes").fetchone()[0]
     with store.session() as s:
-        journal = state.journaled_replies(session=s, round_id=round_id)
+        journal = set(s.exec(select(state.ModelReply.episode_id).where(state.ModelReply.round_id == round_id)))
     writer_keys = [k for k in journal if k.startswith("writer:")]
     assert len(writer_keys) == 1  # the model writer was asked for the one task, through the engine's journal
 

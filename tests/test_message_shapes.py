@@ -1,7 +1,7 @@
 """Requests every common server takes, and refusals that are not outages.
 
 Conversations the planner sends are checked against the rules real servers keep
-(generators.modelserver.strict: llama.cpp's schemas plus OpenAI's id rules) with the
+(tests.modelserver.strict: llama.cpp's schemas plus OpenAI's id rules) with the
 model's own bad habits thrown in (null content, repeated, empty and long call ids,
 prose and broken JSON). Refusals are classified by status and body, counted by the
 engine without retrying or opening the breaker, and end only the episode they hit, with
@@ -21,9 +21,9 @@ from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episo
 from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint, OpenAIEndpoint, RequestRejected
 from generators.models.endpoint import ChatRequest, ToolCall, TransientFailure
 from generators.models.openai_endpoint import is_refusal
-from generators.modelserver.faults import FaultConfig
-from generators.modelserver.run import serve_in_thread
-from generators.modelserver.strict import message_errors
+from tests.modelserver.faults import FaultConfig
+from tests.modelserver.run import serve_in_thread
+from tests.modelserver.strict import message_errors
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import call_id_for, conversation
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from generators.modelserver import serve_in_thread
+from tests.modelserver import serve_in_thread
 from tests.conftest import cli_env, flywheel
 from warehouse.store import Store
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from generators.modelserver import FaultConfig, serve_in_thread
+from tests.modelserver import FaultConfig, serve_in_thread
 from tests.conftest import cli_env, flywheel
 from warehouse.store import Store
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from generators.modelserver import FaultConfig, serve_in_thread
+from tests.modelserver import FaultConfig, serve_in_thread
 from tests.conftest import cli_env, flywheel, flywheel_executable, single_session_families, wait_for
 from warehouse.store import Store
 

@@ -13,7 +13,7 @@ from flows.model_setup import StateJournal, engine_for, user_checked
 from generators.collect import collect_episodes
 from generators.model_user import ModelUser
 from warehouse.contract import USER_KEY
-from generators.modelserver import FaultConfig, serve_in_thread
+from tests.modelserver import FaultConfig, serve_in_thread
 from generators.models.journal import MemoryJournal
 from generators.phone.families import get_family
 from generators.phone.user import judge_user_reply, scripted_user_reply

@@ -13,7 +13,7 @@ import pytest
 
 from generators.models import ChatRequest, OpenAIEndpoint
 from generators.models.endpoint import EndpointRefused, RequestRejected, TransientFailure
-from generators.modelserver import FaultConfig, serve_in_thread
+from tests.modelserver import FaultConfig, serve_in_thread
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation, request_headers, tool_schemas
 

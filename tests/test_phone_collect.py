@@ -4,9 +4,10 @@ from datetime import datetime, timezone
 
 from warehouse.ids import episode_id
 
-from generators.collect import replay_final_hash, run_episode
+from generators.collect import run_episode
 from generators.phone.families import FAMILIES
 from generators.policies import ScriptedPolicy
+from tests.world_hashes import replay_final_hash
 
 WHEN = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
@@ -19,7 +20,7 @@ def test_run_episode_is_deterministic_and_replayable():
             b = run_episode(task, ScriptedPolicy(seed=5), rollout=seed % 2, round_id="r", batch_id="b", created_at=WHEN)
             assert a.model_dump_json() == b.model_dump_json()
             assert a.episode.episode_id == episode_id(task.task_id, "scripted", seed % 2)
-            assert replay_final_hash(task, [s.action for s in a.steps]) == a.outcome.final_state_hash
+            assert replay_final_hash(task, [s.action for s in a.steps], family) == a.outcome.final_state_hash
             assert a.steps[-1].feedback.state_hash == a.outcome.final_state_hash
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 from generators.phone.families import FAMILIES
-from generators.phone.families.base import variant_of
+from warehouse.contract import variant_of
 from generators.phone.tools import TOOLS
 
 SEEDS = 400  # enough to draw every variant of every family at every difficulty

@@ -13,7 +13,7 @@ def env_for(fid="F01", seed=0, difficulty=1):
         seed = [s for s in range(300) if family.make_task(s, difficulty).template.startswith(
             ("update_phone", "delete_contact"))][seed]
     task = family.make_task(seed, difficulty)
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     obs = env.reset()
     return task, env, obs
 

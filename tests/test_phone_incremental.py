@@ -23,11 +23,12 @@ from warehouse.ids import digest
 from generators.phone import env as env_module
 from generators.phone import stepplan
 from generators.phone.digests import StateDigest
-from generators.phone.env import ERROR_FIELDS, PhoneEnv, replay_final_hash
+from generators.phone.env import ERROR_FIELDS, PhoneEnv
 from generators.phone.families import FAMILIES
 from generators.phone.tools import TOOLS
 from generators.phone.trusted import trusted
 from tests.phone_calls import plausible_arguments
+from tests.world_hashes import replay_final_hash
 
 SEEDS = 4  # per family and difficulty; every session of a scenario and two trajectories each
 STATUSES = ["completed", "needs_user", "infeasible", "partial"]

@@ -4,7 +4,7 @@ when the requirements are not the ones it was made from, even when changed in pl
 from __future__ import annotations
 
 from generators.phone.env import PhoneEnv
-from generators.phone.families import FAMILIES
+from generators.phone.families import FAMILIES, get_family
 from generators.phone.stepplan import VerifierPlan
 
 
@@ -20,7 +20,7 @@ def _same_plan(a: VerifierPlan, b: VerifierPlan) -> bool:
 
 def test_the_rollouts_of_a_task_share_one_plan():
     task = _task()
-    first, second = PhoneEnv(task), PhoneEnv(task)
+    first, second = PhoneEnv(task, get_family(task.family)), PhoneEnv(task, get_family(task.family))
     first.reset()
     second.reset()
     assert first.verifier.reqs is second.verifier.reqs
@@ -30,7 +30,7 @@ def test_the_rollouts_of_a_task_share_one_plan():
 
 def test_requirements_changed_in_place_get_a_new_plan():
     task = _task()
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     kept = env.family.initial_world(task).baseline.kept
     kept.clear()  # a plan made from this very task's requirements (an equal task's may be kept already)

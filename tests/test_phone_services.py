@@ -27,7 +27,7 @@ def world() -> World:
 
 
 def run(task, actions):
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     for a in actions:
         if env.step(a)[2]:
@@ -254,7 +254,7 @@ def test_an_automation_firing_during_a_step_shows_in_its_state_delta():
     family = get_family("F12")
     task = next(t for t in (family.make_task(s, 1) for s in range(60))
                 if t.private_params["variant"] == "automation_later")
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     for a in family.reference_actions(task)[:-1]:
         env.step(a)

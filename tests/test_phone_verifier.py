@@ -127,8 +127,8 @@ def test_a_task_without_requirements_is_refused_by_every_way_in_never_scored_1()
         lambda: evaluate(task, before, world, [], {"status": "completed"}),
         lambda: score(task, [], []),
         lambda: StepVerifier(task, before, world),
-        lambda: PhoneEnv(task).reset(),  # the incremental verifier the environment runs
-        lambda: PhoneEnv(task, incremental=False).reset(),
+        lambda: PhoneEnv(task, get_family("F01")).reset(),  # the incremental verifier the environment runs
+        lambda: PhoneEnv(task, get_family("F01"), incremental=False).reset(),
     ]
     for refused in refusals:
         with pytest.raises(NoVerifier, match=f"^task {task.task_id} has no requirements: no verifier can score it$"):
@@ -187,7 +187,7 @@ def test_families_with_hard_claims_fail_an_answer_citing_a_fact_no_call_returned
     assert not _finish_with_claim(task, "")[1]  # an empty fact is never grounded either
     from generators.phone.env import PhoneEnv
 
-    env = PhoneEnv(task)
+    env = PhoneEnv(task, get_family(task.family))
     env.reset()
     env.step(get_family(fid).reference_actions(task)[0])
     result = env.calls[0]["result"]

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pytest
 
 from review_app import accounts, decisions, queue, release
-from review_app.agreement import cohen_kappa, in_overlap, overlap_sql, resolve
+from review_app.agreement import cohen_kappa, resolve
 from review_app.data import Overlap
 from review_app.final import final_decisions
 from tests.conftest import export_dir
@@ -42,14 +41,6 @@ def test_resolution_of_an_episode():
     assert resolve({"ann": "approve", "bob": "approve"}, 2).decision == "approve"
     assert resolve({"ann": "approve", "bob": "reject"}, 2).status == "disputed"
     assert resolve({"ann": "approve", "bob": "reject"}, 2, "reject").decision == "reject"
-
-
-def test_overlap_is_the_same_in_python_and_duckdb():
-    ids = [f"e-{i:016x}" for i in range(2000)]
-    con = duckdb.connect()
-    got = dict(con.execute(f"SELECT id, {overlap_sql('id', 0.25)} FROM unnest(?::VARCHAR[]) t(id)", [ids]).fetchall())
-    assert all(got[i] == in_overlap(i, 0.25) for i in ids)
-    assert 400 < sum(got.values()) < 600
 
 
 def test_no_anonymous_or_unknown_reviewer_decides(tmp_path, state_url):

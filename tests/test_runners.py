@@ -187,7 +187,7 @@ def test_a_model_runs_shards_overlap_and_keep_the_workers_concurrency_share(tmp_
 
     from flows import stages
     from flows.stages import collect
-    from generators.modelserver import FaultConfig, serve_in_thread
+    from tests.modelserver import FaultConfig, serve_in_thread
     from generators.models import OpenAIEndpoint
     from tests.conftest import single_session_families
 

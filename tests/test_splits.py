@@ -12,7 +12,7 @@ import pytest
 from flows.export_cmd import export
 from flows.views import split_cell, status_rows
 from generators.phone.families import FAMILIES, SPLITS, get_family, split_for_template
-from generators.phone.families.base import variant_of
+from warehouse.contract import variant_of
 from warehouse.settings import Settings
 from warehouse.store import Store
 

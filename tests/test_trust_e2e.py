@@ -20,7 +20,7 @@ from curation.formats.openai_chat import chat_turns
 from curation.formats.views import step_from_row
 from curation.selection import sound_reason
 from flows.export_cmd import export_release
-from generators.phone.families.base import variant_of
+from warehouse.contract import variant_of
 from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions

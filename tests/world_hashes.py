@@ -13,11 +13,21 @@ import argparse
 import json
 from pathlib import Path
 
-from generators.phone.env import replay_final_hash
-from generators.phone.families import FAMILIES
+from warehouse.contract import Action, TaskSpec
+
+from generators.phone.env import replay_actions
+from generators.phone.families import FAMILIES, Family
 
 PATH = Path(__file__).parent / "data" / "world_hashes.json"
 SEEDS = (1, 2, 7, 31, 404)
+
+
+def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family) -> str:
+    """The final state hash after re-executing ``actions`` in a fresh world of ``task``: what the replay
+    check (``curation.replay``) compares a recorded episode's final hash with."""
+    world = family.build_world(task)
+    replay_actions(task, actions, world)
+    return world.state_hash()
 
 
 def world_hashes() -> dict[str, list[str]]:
@@ -30,7 +40,7 @@ def world_hashes() -> dict[str, list[str]]:
             for difficulty in (1, 2, 3):
                 task = family.make_task(seed, difficulty)
                 out[task.task_id] = [family.build_world(task).state_hash(),
-                                     replay_final_hash(task, family.reference_actions(task))]
+                                     replay_final_hash(task, family.reference_actions(task), family)]
     return out
 
 

@@ -27,7 +27,6 @@ ActionKind = Literal["tool_call", "ask_user", "finish", "invalid", "message"]
 MISSING_RESULT = "missing_result"
 FinishStatus = Literal["completed", "needs_user", "infeasible", "partial"]
 StepLabel = Literal["ok", "redundant", "recoverable_error", "harmful", "invalid_call"]
-Decision = Literal["approve", "reject", "needs_fix"]
 # The policy name of a reference demonstration: the family's reference solution followed exactly
 # (a failure curriculum's share of episodes). Not the model's own attempt: never paired, never measured.
 REFERENCE_POLICY = "reference"
@@ -66,6 +65,12 @@ class Requirement(_Record):
     hard: bool = True
     noop_passes: bool = False  # what doing nothing yields for this requirement
     params: dict[str, Any] = Field(default_factory=dict)
+
+
+def variant_of(template: str | None) -> str:
+    """A task's variant: its template ``<variant>.<wording>`` without the wording (``update_phone.terse`` ->
+    ``update_phone``): what the task asks, not how it is worded."""
+    return (template or "").split(".", 1)[0]
 
 
 class TaskSpec(_Record):
@@ -240,15 +245,6 @@ class CurationMark(_Record):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class ReviewDecision(_Record):
-    episode_id: str
-    reviewer: str
-    decision: Decision
-    reason: str = ""
-    first_wrong_step: int | None = None
-    decided_at: datetime
-
-
 class FeedbackRecord(_Record):
     """One result of a trained (or evaluated) model on one task: what the next plan learns from."""
 
@@ -318,16 +314,6 @@ def step_counts(messages: list[Any]) -> list[int]:
             seen_user = True
         else:
             out.append(0)
-    return out
-
-
-def first_steps(messages: list[Any]) -> list[int | None]:
-    """Per message, the index of its first step, or None when it is no step."""
-    out: list[int | None] = []
-    n = 0
-    for count in step_counts(messages):
-        out.append(n if count else None)
-        n += count
     return out
 
 

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from warehouse import killpoints
 from warehouse.errors import StorageError
-from warehouse.settings import S3Settings
 
 TMP_MARK = ".tmp-"  # in the name of a local object still being written
 
@@ -30,18 +29,6 @@ def data_checksum(data: bytes) -> str:
 def is_object_url(data_dir: Path | str) -> bool:
     """True for an ``s3://`` data directory (settings give it as a str, a local one as a Path)."""
     return isinstance(data_dir, str) and data_dir.startswith("s3://")
-
-
-def open_objects(data_dir: Path | str, *, s3: S3Settings | None = None, local_dir: Path | None = None) -> ObjectStore:
-    """The object store of a data directory: S3 for ``s3://bucket/prefix``, else the local directory.
-    ``local_dir`` holds an S3 store's read cache (see Settings.local_root)."""
-    if is_object_url(data_dir):
-        from warehouse.s3 import S3Objects
-
-        if local_dir is None:
-            raise StorageError(f"{data_dir} needs a local directory for its read cache (set local_dir)")
-        return S3Objects(str(data_dir), s3 or S3Settings(), Path(local_dir) / "s3-cache")
-    return LocalObjects(Path(data_dir))
 
 
 class ObjectStore(Protocol):

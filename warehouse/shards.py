@@ -9,7 +9,6 @@ Nothing else is ever deleted. A shard is never rewritten.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +34,6 @@ class ShardFile:
     @property
     def relpath(self) -> str:
         return f"{SHARD_DIR}/{self.table}/{self.round_id}/{self.key}.parquet"
-
-
-def file_checksum(path: Path) -> str:
-    """The checksum of a local shard file (the same as the one it was recorded with)."""
-    h = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _objects(where: ObjectStore | Path) -> ObjectStore:

@@ -309,12 +309,8 @@ def recorded_keys(*, session: Session, round_id: str, table_name: str) -> set[st
     return set(rows)
 
 
-def shard_paths(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[str]:
-    return [path for path, _ in shard_files(session=session, table_name=table_name, round_ids=round_ids)]
-
-
 def shard_files(*, session: Session, table_name: str, round_ids: list[str] | None = None) -> list[tuple[str, str]]:
-    """``(path, checksum)`` of the recorded shards of a table, by path (see :func:`shard_paths`)."""
+    """``(path, checksum)`` of the recorded shards of a table, by path."""
     return shard_files_by_table(session=session, table_names=[table_name], round_ids=round_ids)[table_name]
 
 
@@ -421,14 +417,6 @@ def replies_at(*, session: Session, round_id: str, key: str) -> dict[int, dict[s
     rows = session.execute(sa.select(table.c.step_index, table.c.reply)
                            .where(table.c.episode_id == key, table.c.round_id == round_id))
     return {index: reply for index, reply in rows}
-
-
-def journaled_replies(*, session: Session, round_id: str) -> dict[str, dict[int, dict[str, Any]]]:
-    """Every journaled reply of a round: episode id -> step index -> reply."""
-    out: dict[str, dict[int, dict[str, Any]]] = {}
-    for row in session.exec(select(ModelReply).where(ModelReply.round_id == round_id)):
-        out.setdefault(row.episode_id, {})[row.step_index] = row.reply
-    return out
 
 
 class JudgeReply(SQLModel, table=True):

@@ -19,7 +19,8 @@ from sqlmodel import Session
 from warehouse import db_faults, killpoints, query, shard_intents, state
 from warehouse.db_faults import retried
 from warehouse.errors import ConfigError, StateError, StorageError, first_line
-from warehouse.objects import ObjectStore, is_object_url, open_objects
+from warehouse.objects import LocalObjects, ObjectStore, is_object_url
+from warehouse.s3 import S3Objects
 from warehouse.schemas import TABLES
 from warehouse.settings import S3Settings
 from warehouse.shards import ShardFile, remove_orphans, write_arrow_shard, write_shard
@@ -30,6 +31,16 @@ if TYPE_CHECKING:
 
 def default_state_url(data_dir: Path) -> str:
     return f"sqlite:///{(data_dir / 'state.db').resolve()}"
+
+
+def open_objects(data_dir: Path | str, *, s3: S3Settings | None = None, local_dir: Path | None = None) -> ObjectStore:
+    """The object store of a data directory: S3 for ``s3://bucket/prefix``, else the local directory.
+    ``local_dir`` holds an S3 store's read cache (see Settings.local_root)."""
+    if is_object_url(data_dir):
+        if local_dir is None:
+            raise StorageError(f"{data_dir} needs a local directory for its read cache (set local_dir)")
+        return S3Objects(str(data_dir), s3 or S3Settings(), Path(local_dir) / "s3-cache")
+    return LocalObjects(Path(data_dir))
 
 
 class Store:

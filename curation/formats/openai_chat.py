@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse.contract import Episode, Step, TaskSpec
+from warehouse.contract import Step
 
 SYSTEM_PROMPT = (
     "You are a planner agent operating the user's phone through tools. Use the tools to do "
@@ -68,14 +68,6 @@ def chat_turns(instruction: str, steps: list[Step]) -> list[tuple[dict[str, Any]
     while len(turns) > 2 and turns[-1][0]["role"] == "tool":
         turns.pop()
     return turns
-
-
-def to_openai_chat(
-    task: TaskSpec, episode: Episode, steps: list[Step], tools: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """One chat fine-tuning record for an episode; ``tools`` are the exposed schemas."""
-    messages = [m for m, _ in chat_turns(episode.instruction, steps)]
-    return {"messages": messages, "tools": tools, "metadata": {"episode_id": episode.episode_id, "task_id": task.task_id}}
 
 
 def check_record(record: dict[str, Any]) -> list[str]:

@@ -9,7 +9,6 @@ when every call gave it. It says nothing the calls did not show (no descriptions
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 
@@ -99,10 +98,3 @@ class SchemaInference:
             }}
         return out
 
-
-def inferred_schemas(calls: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Name -> an OpenAI function schema inferred from ``(tool name, arguments)`` of every call seen."""
-    inference = SchemaInference()
-    for name, args in calls:
-        inference.add(name, args)
-    return inference.schemas()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from generators.phone.heldout import rerun_saved_skill
 from generators.phone.matching import fields_match, normalise
 
 Calls = list[dict[str, Any]]
@@ -109,8 +110,6 @@ def _efficiency(p: dict[str, Any], calls: Calls, **_: Any) -> tuple[bool, str]:
 
 def _skill_reruns(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
     """An agent-saved skill, run on a fresh held-out instance with its arguments, makes the expected change."""
-    from generators.phone.heldout import rerun_saved_skill  # builds worlds: imported where it is needed
-
     saved = [c["after"] for c in changes if c["table"] == "skills" and c["op"] == "added"
              and c["after"]["source"] == "agent"]
     if not saved:

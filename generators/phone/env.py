@@ -13,7 +13,7 @@ from typing import Any
 from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
 
 from generators.phone.digests import Baseline, StateDigest
-from generators.phone.families import Family, get_family
+from generators.phone.families.base import Family
 from generators.phone.services.subagents import subagent_steps
 from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
 from generators.phone.stepplan import plan_for
@@ -79,15 +79,6 @@ def user_question(action: Action) -> tuple[str, list[Any] | None] | None:
     return action.arguments["question"], action.arguments.get("options")
 
 
-def replay_final_hash(task: TaskSpec, actions: list[Action], family: Family | None = None,
-                      world: World | None = None) -> str:
-    """The final state hash after re-executing ``actions`` in a fresh world (the replay check), or
-    in ``world`` (the task's initial world, changed in place)."""
-    world = world if world is not None else (family or get_family(task.family)).build_world(task)
-    replay_actions(task, actions, world)
-    return world.state_hash()
-
-
 def replay_actions(task: TaskSpec, actions: list[Action], world: World) -> None:
     """Re-execute ``actions`` in ``world`` (the task's initial world, changed in place) until the episode
     ended: the same step function and the same end rules as :class:`PhoneEnv` (an accepted finish, or
@@ -105,9 +96,9 @@ class PhoneEnv:
     from the tables and rows the step changed; ``incremental=False`` recomputes all three from
     the whole world instead (the definition, for tests and the benchmark to compare against)."""
 
-    def __init__(self, task: TaskSpec, family: Family | None = None, incremental: bool = True):
+    def __init__(self, task: TaskSpec, family: Family, incremental: bool = True):
         self.task = task
-        self.family = family or get_family(task.family)
+        self.family = family
         self.incremental = incremental
         self.world: World | None = None
 

@@ -75,6 +75,14 @@ def gate_reason(family: Family, task: TaskSpec) -> str | None:
     return None
 
 
+def scenario_gate_reason(family: Family, task: TaskSpec) -> str | None:
+    """None if the task (every session of its scenario, for the first) passes the generation gate,
+    else why it is rejected (see :func:`gate_reason`)."""
+    if family.sessions > 1 and task.session == 1:  # a scenario is kept only if every session passes
+        return next((r for r in (gate_reason(family, t) for t in family.scenario(task)) if r), None)
+    return gate_reason(family, task)
+
+
 def knobs_for(family: Family, knobs: dict[str, int] | None) -> dict[str, int]:
     """The subset of ``knobs`` this family has (a knob is set only where it exists)."""
     return {k: v for k, v in (knobs or {}).items() if k in family.knobs}
@@ -94,7 +102,7 @@ def gate_report(families: list[Family], seeds: int, difficulty: int | None = Non
         kept, rejections = 0, {}
         for seed in range(seeds):
             level = difficulty or 1 + seed % family.max_difficulty
-            reason = family.gate(family.make_task(seed, level, knobs=own))
+            reason = scenario_gate_reason(family, family.make_task(seed, level, knobs=own))
             if reason is None:
                 kept += 1
             else:

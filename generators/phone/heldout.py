@@ -10,9 +10,10 @@ import functools
 import json
 from typing import Any
 
-
 from generators.phone.apps import install_all
 from generators.phone.apps.contacts import add_contact
+from generators.phone.checks_state import check_state_diff
+from generators.phone.services.skills import run_macro
 from generators.phone.tools import PhoneError
 from generators.phone.world import World, row_json
 
@@ -50,8 +51,6 @@ def build_heldout_world(p: dict[str, Any]) -> World:
 def macro_changes(skill: dict[str, Any], p: dict[str, Any]) -> list[dict[str, Any]]:
     """The row changes ``skill``'s macro makes on the held-out world with ``p["arguments"]`` (what a full diff
     of the world before and after gives); raises what the macro raises."""
-    from generators.phone.services.skills import run_macro
-
     template = _heldout_template(_key(p))
     world = template.copy()
     before = {name: t.readable() for name, t in template.tables.items()}  # the rows the copy shares
@@ -63,13 +62,11 @@ def macro_changes(skill: dict[str, Any], p: dict[str, Any]) -> list[dict[str, An
 
 def rerun_saved_skill(skill: dict[str, Any], p: dict[str, Any]) -> tuple[bool, str]:
     """Run ``skill``'s macro on the held-out world with ``p["arguments"]``; check ``p["expect"]`` (a state diff)."""
-    from generators.phone.verifier import CHECKS
-
     try:
         changes = macro_changes(skill, p)
     except PhoneError as e:
         return False, f"the saved skill fails on a fresh instance: {e.code}: {e.message}"
     except (KeyError, TypeError, ValueError) as e:  # a malformed macro is the agent's mistake, reported as such
         return False, f"the saved skill cannot run on a fresh instance: {type(e).__name__}: {e}"
-    ok, detail = CHECKS["state_diff"](p["expect"], changes=changes)
+    ok, detail = check_state_diff(p["expect"], changes=changes)
     return ok, "" if ok else f"on a fresh instance: {detail}"

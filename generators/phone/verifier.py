@@ -19,7 +19,8 @@ from warehouse.ids import canonical_json
 
 from generators.phone.checks_calls import CALL_CHECKS
 from generators.phone.checks_services import SERVICE_CHECKS
-from generators.phone.matching import args_match, fields_match, normalise
+from generators.phone.checks_state import STATE_CHECKS
+from generators.phone.matching import args_match, normalise
 from generators.phone.timeparse import parse_time
 from generators.phone.tools import PhoneError, tool_kind
 from generators.phone.world import Snapshot, World
@@ -37,46 +38,6 @@ def verifiable(task: TaskSpec) -> TaskSpec:
     if not task.requirements:
         raise NoVerifier(f"task {task.task_id} has no requirements: no verifier can score it")
     return task
-
-
-def _check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], brief: bool = False,
-                      **_: Any) -> tuple[bool, str]:
-    table, match, per_field = p["table"], p.get("match", "normalised"), p.get("field_match", {})
-    mine = [c for c in changes if c["table"] == table]
-    problems = []
-    free = [c for c in mine if c["op"] == "added"]
-    for want in p.get("added", []):  # each expected row needs its own added row
-        hit = next((c for c in free if fields_match(want, c["after"], match, per_field)), None)
-        if hit is None:
-            if brief:
-                return False, ""
-            problems.append(f"no added row matches {want}")
-        else:
-            free.remove(hit)
-    for want in p.get("updated", []):
-        hit = next((c for c in mine if c["op"] == "updated" and c["key"] == want["key"]), None)
-        if hit is None or not fields_match(want["fields"], hit["after"], match, per_field):
-            if brief:
-                return False, ""
-            problems.append(f"{want['key']} not updated to {want['fields']}")
-    removed = {c["key"] for c in mine if c["op"] == "removed"}
-    problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
-    return not problems, "; ".join(problems)
-
-
-def _allowed(rule: dict[str, Any], change: dict[str, Any]) -> bool:
-    return (rule["table"] == change["table"] and ("keys" not in rule or change["key"] in rule["keys"])
-            and change["op"] in rule.get("ops", ("added", "updated", "removed")))
-
-
-def _check_allowed_changes(p: dict[str, Any], changes: list[dict[str, Any]], **_: Any) -> tuple[bool, str]:
-    rules = p.get("allow", [])
-    extra = [c for c in changes if not any(_allowed(r, c) for r in rules)]
-    for r in rules:  # a rule may cap how many rows it lets through (e.g. one added contact)
-        if "max" in r and sum(_allowed(r, c) for c in changes) > r["max"]:
-            extra.append({"table": r["table"], "key": f"more than {r['max']}", "op": "changes"})
-    detail = ", ".join(f"{c['op']} {c['table']}/{c['key']}" for c in extra)
-    return not extra, f"collateral changes: {detail}" if extra else ""
 
 
 def _typed(value: Any, kind: str) -> Any:
@@ -152,8 +113,7 @@ def _check_finish_status(p: dict[str, Any], finish_args: dict[str, Any] | None, 
 
 
 CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
-    "state_diff": _check_state_diff,
-    "allowed_changes": _check_allowed_changes,
+    **STATE_CHECKS,
     "answer": _check_answer,
     "forbidden": _check_forbidden,
     "order": _check_order,

@@ -12,7 +12,7 @@ import random
 from collections import OrderedDict
 from typing import Any, NamedTuple, Protocol
 
-from warehouse.contract import Action, Requirement, Split, TaskSpec
+from warehouse.contract import Action, Requirement, Split, TaskSpec, variant_of
 from warehouse.errors import ConfigError
 from warehouse.ids import digest, task_id
 
@@ -58,11 +58,6 @@ HARD_CLAIMS_GROUNDED = CLAIMS_GROUNDED.model_copy(update={"hard": True})
 
 
 SPLITS: tuple[Split, ...] = ("train", "dev", "test", "challenge")
-
-
-def variant_of(template: str) -> str:
-    """The variant of a template name ``<variant>.<wording>``: what the task asks, not how it is worded."""
-    return template.split(".", 1)[0]
 
 
 def hashed_split(family_id: str, template: str) -> Split:
@@ -315,15 +310,6 @@ class Family:
             if a.kind == "tool_call":
                 call_tool(world, a.tool, a.arguments, allowed=task.tools)
         return world, world.diff(before)
-
-    def gate(self, task: TaskSpec) -> str | None:
-        """None if the task (every session of its scenario, for the first) passes the generation gate,
-        else why it is rejected."""
-        from generators.phone.gate import gate_reason  # the gate runs PhoneEnv, which imports families
-
-        if self.sessions > 1 and task.session == 1:  # a scenario is kept only if every session passes
-            return next((r for r in (gate_reason(self, t) for t in self.scenario(task)) if r), None)
-        return gate_reason(self, task)
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         """The reference with one realistic wrong argument in its first write (or in finish's answer)."""

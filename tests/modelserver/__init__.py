@@ -8,7 +8,7 @@ policy's realistic mistakes); injectable faults: latency, 429 with Retry-After, 
 timeouts, malformed arguments, unknown tools, text or empty replies.
 """
 
-from generators.modelserver.faults import FaultConfig
-from generators.modelserver.run import ServerHandle, serve_in_process, serve_in_thread
+from tests.modelserver.faults import FaultConfig
+from tests.modelserver.run import ServerHandle, serve_in_process, serve_in_thread
 
 __all__ = ["FaultConfig", "ServerHandle", "serve_in_process", "serve_in_thread"]

@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from generators.modelserver.brain import (USER_EPISODE_PREFIX, estimate_tokens, next_action, parse_task_header,
+from tests.modelserver.brain import (USER_EPISODE_PREFIX, estimate_tokens, next_action, parse_task_header,
                                           position, user_reply, writer_reply)
-from generators.modelserver.faults import FaultConfig, pick_fault
-from generators.modelserver.strict import message_errors, refusal_body
+from tests.modelserver.faults import FaultConfig, pick_fault
+from tests.modelserver.strict import message_errors, refusal_body
 
 EPISODE_HEADER = "x-flywheel-episode"
 TASK_HEADER = "x-flywheel-task"

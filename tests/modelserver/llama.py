@@ -12,9 +12,10 @@ import subprocess
 import urllib.request
 from pathlib import Path
 from time import monotonic, sleep
-from urllib.parse import urlparse
 
-from generators.modelserver.run import free_port
+from generators.models.server_log import log_path
+
+from tests.modelserver.run import free_port
 
 MODEL_ALIAS = "smollm2"
 CHAT_FORMAT = "chatml-function-calling"
@@ -25,29 +26,6 @@ _FIND_GGUF = ("import importlib.util, pathlib; s = importlib.util.find_spec('llm
 def default_venv() -> Path:
     """Where ``scripts/llama-server.sh install`` puts the server unless told otherwise."""
     return Path.home() / ".cache" / "flywheel" / "llama-server"
-
-
-def logs_dir() -> Path:
-    """Where the servers we start (this module, ``scripts/llama-server.sh serve``) write their logs."""
-    return Path.home() / ".cache" / "flywheel" / "servers"
-
-
-def log_path(port: int) -> Path:
-    """The log of the llama.cpp server we started last on loopback port ``port``."""
-    return logs_dir() / f"llama-{port}.log"
-
-
-def log_for(base_url: str | None) -> Path | None:
-    """The log of the server at ``base_url`` when it is one we started on this machine, else None."""
-    url = urlparse(base_url or "")
-    try:
-        port = url.port
-    except ValueError:
-        return None
-    if url.hostname not in ("127.0.0.1", "localhost", "::1") or not port:
-        return None
-    path = log_path(port)
-    return path if path.exists() else None
 
 
 def missing(venv: Path) -> str:

@@ -1,4 +1,4 @@
-"""``python -m generators.modelserver --port P``: run the test server in the foreground."""
+"""``python -m tests.modelserver --port P``: run the test server in the foreground."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import uvicorn
 
-from generators.modelserver.app import ServerState, build_app
-from generators.modelserver.faults import FaultConfig
+from tests.modelserver.app import ServerState, build_app
+from tests.modelserver.faults import FaultConfig
 
 
 def main() -> None:

@@ -10,11 +10,13 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from generators.modelserver.faults import FaultConfig
+from tests.modelserver.faults import FaultConfig
 
 DEFAULT_MODELS = ("flywheel-test",)
+REPO = Path(__file__).resolve().parents[2]  # ``python -m tests.modelserver`` runs from the checkout
 
 
 def free_port() -> int:
@@ -74,7 +76,7 @@ def serve_in_thread(faults: FaultConfig | None = None, *, models: tuple[str, ...
     """The server in a daemon thread of this process (for tests that kill the client, not the server)."""
     import uvicorn
 
-    from generators.modelserver.app import ServerState, build_app
+    from tests.modelserver.app import ServerState, build_app
 
     port = free_port()
     state = ServerState(list(models), api_key, faults or FaultConfig(), policy_seed)
@@ -97,11 +99,11 @@ def serve_in_process(faults: FaultConfig | None = None, *, models: tuple[str, ..
                      api_key: str | None = None, policy_seed: int = 0) -> ServerHandle:
     """The server in a child process (so it does not share a CPU or an event loop with the client)."""
     port = free_port()
-    args = [sys.executable, "-m", "generators.modelserver", "--port", str(port), "--policy-seed", str(policy_seed),
+    args = [sys.executable, "-m", "tests.modelserver", "--port", str(port), "--policy-seed", str(policy_seed),
             "--faults", json.dumps((faults or FaultConfig()).as_dict()), "--models", ",".join(models)]
     if api_key:
         args += ["--api-key", api_key]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
     root = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(root, lambda: proc.poll() is None)

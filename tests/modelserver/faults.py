@@ -26,7 +26,7 @@ class FaultConfig:
     """Fault injection for the test server. ``rate`` is the chance a request is faulty;
     ``kinds`` weighs which fault it gets. ``down`` makes every request fail with 503. ``strict``
     refuses requests the way llama.cpp's server does (a 500 with a validation error) when their
-    messages break a rule a common server keeps (see :mod:`generators.modelserver.strict`). ``hold``
+    messages break a rule a common server keeps (see :mod:`tests.modelserver.strict`). ``hold``
     keeps every new request waiting, uncounted and unanswered, until the faults are set again
     without it: a test freezes a client mid-round that way instead of racing it. ``slots``
     makes the server work on that many requests at once and queue the rest, timed from when
