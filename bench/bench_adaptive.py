@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from generators.models import ChatRequest, Engine, EngineConfig, OpenAIEndpoint  # noqa: E402
-from tests.modelserver import FaultConfig, serve_in_process  # noqa: E402
 from generators.phone.families import FAMILIES  # noqa: E402
 from generators.policies.model_planner import conversation, tool_schemas  # noqa: E402
+from tests.modelserver import FaultConfig, serve_in_process  # noqa: E402
 
 MODEL = "flywheel-test"
 CEILING = EngineConfig().concurrency  # the default ceiling (openai.concurrency)

@@ -139,11 +139,10 @@ def build(data_dir: Path, episodes: int, pool_tasks: int, rollouts: int = 2) -> 
 # --- phases (each in a child process) -------------------------------------------------
 
 def phase(kind: str, data_dir: Path, out_dir: Path, fmt: str | None) -> dict:
-    from warehouse.store import Store
-
     from flows.export_cmd import export
     from flows.stages.curate import CURATE_KEY, curate_round_cascade
     from warehouse.settings import load_settings
+    from warehouse.store import Store
 
     store = Store(data_dir)
     t0 = time.perf_counter()  # the phase alone: Python's start and the imports before it are no part of it

@@ -35,11 +35,11 @@ from pathlib import Path
 from flows import stages
 from flows.feedback_cmd import import_feedback
 from flows.planning import refresh_proposal
-from warehouse.contract import variant_of
 from generators.phone.families import get_family
 from review_app import accounts, decisions, release
 from review_app.data import Overlap
 from review_app.plan_proposal import plan_from_rows, proposal_rows
+from warehouse.contract import variant_of
 from warehouse.settings import load_settings
 from warehouse.store import Store
 

@@ -122,8 +122,8 @@ def main() -> None:
 
     configure_prefect(root / "home")
     from flows.round import round_flow
-    from tests.modelserver import FaultConfig, serve_in_process
     from tests.conftest import single_session_families
+    from tests.modelserver import FaultConfig, serve_in_process
     from warehouse.settings import load_settings
 
     def settings(base_url: str, name: str, n: int, policy: str = "openai"):

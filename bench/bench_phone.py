@@ -30,13 +30,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from warehouse.contract import Action, TaskSpec
-
 from generators.collect import run_episode
 from generators.phone.env import PhoneEnv
 from generators.phone.families import FAMILIES
 from generators.phone.tools import call_tool
 from generators.policies import ScriptedPolicy
+from warehouse.contract import Action, TaskSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.hostspeed import QUIET_MS, loop_ms  # noqa: E402

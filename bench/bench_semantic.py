@@ -44,10 +44,10 @@ from curation.minhash import MinHasher, char_ngram_hashes  # noqa: E402
 from curation.near_dup import NearDupConfig, near_duplicate_marks  # noqa: E402
 from curation.semantic import anchors_agree, statement, wordllama_embed  # noqa: E402
 from curation.signatures import near_call, normalise_instruction  # noqa: E402
-from tests.modelserver.brain import writer_reply  # noqa: E402
 from generators.phone.families import FAMILIES, get_family  # noqa: E402
 from generators.writers.model_writer import check_instruction, writer_messages  # noqa: E402
 from generators.writers.template import TemplateWriter  # noqa: E402
+from tests.modelserver.brain import writer_reply  # noqa: E402
 
 
 def test_server_wording(task) -> str:

@@ -10,17 +10,17 @@ gets one mark per step, and the funnel counts what each step marked.
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from curation.cost_select import selection_marks
+from curation.cross_split import cross_split_marks
 from curation.exact_dup import exact_duplicate_marks
 from curation.heuristics import heuristic_marks
-from curation.cross_split import cross_split_marks
 from curation.judges import Judge, judge_marks
 from curation.marking import marks_frame
 from curation.near_dup import NearDupConfig, near_duplicate_marks, near_duplicate_marks_with_history

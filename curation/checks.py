@@ -5,10 +5,9 @@ The per-record reference definition; the cascade computes the same key on column
 
 from __future__ import annotations
 
+from curation.signatures import normalise_text, normalise_value
 from warehouse.contract import Episode, Outcome, Step
 from warehouse.ids import canonical_json, digest
-
-from curation.signatures import normalise_text, normalise_value
 
 
 def exact_key(episode: Episode, steps: list[Step], outcome: Outcome) -> str:

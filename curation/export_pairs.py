@@ -4,8 +4,8 @@ step pairs (see :mod:`curation.formats.dpo`), each written as one scrubbed recor
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 import duckdb
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 from warehouse.contract import TaskSpec
 from warehouse.schemas import TABLES, from_row
 
+
 def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> pd.DataFrame:
     """``con.execute(sql, params).df()``, the same frame, faster: DuckDB's ``df()`` makes a Python string
     of every value and pandas then its string column of them (about a second for 100,000 episodes'

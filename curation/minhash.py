@@ -18,7 +18,6 @@ from collections.abc import Iterable
 import numpy as np
 
 
-
 def shingle_hash(texts: Iterable[str]) -> np.ndarray:
     """Stable 64-bit hashes of strings (blake2b), independent of the Python process."""
     return np.fromiter(

@@ -44,10 +44,10 @@ import numpy as np
 import pandas as pd
 
 from curation.marking import marks_frame
-from warehouse.parallel import map_chunks
 from curation.minhash import MinHasher, band_keys, char_ngram_hashes, optimal_bands, shingle_hash
 from curation.semantic import Embed, Statement, anchors, anchors_agree, same_meaning, statement
 from curation.signatures import normalise_instruction
+from warehouse.parallel import map_chunks
 
 CHECK = "near_duplicate"
 

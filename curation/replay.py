@@ -8,9 +8,9 @@ replay from and are marked ``not_replayable`` (routing sends them to people).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-import hashlib
 from functools import partial
 
 import numpy as np

@@ -17,7 +17,6 @@ from generators.importers import adp, inspect_log, otel, tau2
 from warehouse.errors import InputError
 from warehouse.jsonfile import document_and_items, stream_records
 
-
 ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip's end record
 MEMBER_LIMIT = 256 * 2**20  # an .eval member that decompresses to more is refused (a zip bomb, not a log)
 

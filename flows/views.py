@@ -21,7 +21,6 @@ from warehouse import state
 from warehouse.settings import Settings
 from warehouse.store import Store
 
-
 SPLIT_ORDER = ("train", "dev", "test", "challenge")
 
 

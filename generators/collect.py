@@ -19,14 +19,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from warehouse.contract import (Action, Cost, Episode, EpisodeRecord, Feedback, Outcome, Step, TaskSpec, ToolError,
-                                Verification, is_subagent)
-from warehouse.ids import episode_id
-
 from generators.phone.attribution import attribute_failure, classify
 from generators.phone.env import ENV_VERSION, PhoneEnv, user_question
-from generators.phone.user import UserAnswer
 from generators.phone.families import get_family
+from generators.phone.user import UserAnswer
+from warehouse.contract import (
+    Action,
+    Cost,
+    Episode,
+    EpisodeRecord,
+    Feedback,
+    Outcome,
+    Step,
+    TaskSpec,
+    ToolError,
+    Verification,
+    is_subagent,
+)
+from warehouse.ids import episode_id
 
 __all__ = ["Actor", "Policy", "Turn", "User", "build_record", "collect_episode", "collect_episodes", "run_episode",
            "run_now"]

@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec
-
 from generators.collect import Turn, collect_episode, collect_episodes
 from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
 from generators.models.journal import MemoryJournal, ReplyJournal
 from generators.policies.model_planner import conversation, parse_reply, request_headers, tool_schemas, with_call_id
+from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec
 
 __all__ = ["MemoryJournal", "ModelPolicy", "ReplyJournal", "run_model_episode", "run_model_episodes"]
 POLICY_VERSION = "0.1"

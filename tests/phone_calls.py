@@ -6,9 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action
-
 from generators.phone.tools import TOOLS
+from warehouse.contract import Action
 
 HOSTILE: list[Any] = ["", "x" * 300, -1, 0, 10**9, 2.5, None, True, [], {}, "2026-02-30", "nobody@nowhere"]
 

@@ -262,8 +262,8 @@ def test_each_rollout_of_a_task_replays_from_the_tasks_initial_world():
     """A task's rollouts replay one after another from copies of one build: the second starts
     from the task's initial world, not from where the first left it."""
     from curation.replay import replay_hash
-    from tests.world_hashes import replay_final_hash
     from generators.phone.families import FAMILIES
+    from tests.world_hashes import replay_final_hash
     from warehouse.contract import Action
 
     task = FAMILIES["F01"].make_task(5, 1)

@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (cli_env, flywheel, free_port, listening, port_taken, running, single_session_families,
-                            wait_for)
+from tests.conftest import (
+    cli_env,
+    flywheel,
+    free_port,
+    listening,
+    port_taken,
+    running,
+    single_session_families,
+    wait_for,
+)
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow

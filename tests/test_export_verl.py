@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from curation.rewards import NoVerifier
-from curation.verl_reward import PhoneTool, PhoneUser, compute_score, offered_tools, replay_score, parse_tool_calls
+from curation.verl_reward import PhoneTool, PhoneUser, compute_score, offered_tools, parse_tool_calls, replay_score
 from flows.export_cmd import export
 from tests.conftest import export_dir
 from tests.curation_data import build_round

@@ -14,11 +14,10 @@ from curation import export_common
 from curation.formats.openai_chat import check_record
 from flows.export_cmd import export
 from review_app.agreement import Overlap, in_overlap
-from warehouse import state
-from warehouse.errors import InputError
-
 from tests.conftest import cli_env, export_dir, flywheel
 from tests.curation_data import build_round
+from warehouse import state
+from warehouse.errors import InputError
 
 
 @pytest.fixture(scope="module")

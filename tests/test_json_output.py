@@ -8,10 +8,9 @@ import subprocess
 
 from sqlmodel import select
 
-from warehouse.state import Review
-
 from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.curation_data import build_round
+from warehouse.state import Review
 
 
 def _json(proc: subprocess.CompletedProcess) -> dict:

@@ -145,10 +145,9 @@ def test_a_round_curated_with_judges_marks_routes_and_reports_agreement(local_en
 
     from flows.views import status_rows
     from review_app.agreement import Overlap
-    from warehouse.settings import ModelPrice
-    from warehouse import state
-
     from tests.curation_data import build_round
+    from warehouse import state
+    from warehouse.settings import ModelPrice
 
     url, requests = local_endpoint
     store, round_id = build_round(tmp_path / "data", episodes=20, rollouts=2,

@@ -28,10 +28,10 @@ from sqlmodel import select
 from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episode
 from generators.models import ChatReply, ChatRequest, Engine, EngineConfig, FakeEndpoint, OpenAIEndpoint
 from generators.models.endpoint import RequestRejected, ToolCall
-from tests.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation
 from tests.conftest import cli_env, flywheel, flywheel_executable
+from tests.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
 from tests.test_message_shapes import old_shapes
 from warehouse import state
 from warehouse.store import Store

@@ -21,11 +21,11 @@ from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episo
 from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint, OpenAIEndpoint, RequestRejected
 from generators.models.endpoint import ChatRequest, ToolCall, TransientFailure
 from generators.models.openai_endpoint import is_refusal
+from generators.phone.families import FAMILIES
+from generators.policies.model_planner import call_id_for, conversation
 from tests.modelserver.faults import FaultConfig
 from tests.modelserver.run import serve_in_thread
 from tests.modelserver.strict import message_errors
-from generators.phone.families import FAMILIES
-from generators.policies.model_planner import call_id_for, conversation
 
 WHEN = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from tests.modelserver import serve_in_thread
 from tests.conftest import cli_env, flywheel
+from tests.modelserver import serve_in_thread
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.modelserver import FaultConfig, serve_in_thread
 from tests.conftest import cli_env, flywheel
+from tests.modelserver import FaultConfig, serve_in_thread
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow

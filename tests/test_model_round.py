@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from tests.modelserver import FaultConfig, serve_in_thread
 from tests.conftest import cli_env, flywheel, flywheel_executable, single_session_families, wait_for
+from tests.modelserver import FaultConfig, serve_in_thread
 from warehouse.store import Store
 
 pytestmark = pytest.mark.slow

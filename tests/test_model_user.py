@@ -12,13 +12,12 @@ import pytest
 from flows.model_setup import StateJournal, engine_for, user_checked
 from generators.collect import collect_episodes
 from generators.model_user import ModelUser
-from warehouse.contract import USER_KEY
-from tests.modelserver import FaultConfig, serve_in_thread
 from generators.models.journal import MemoryJournal
 from generators.phone.families import get_family
 from generators.phone.user import judge_user_reply, scripted_user_reply
 from generators.policies.scripted import ScriptedPolicy
-from warehouse.contract import TaskSpec
+from tests.modelserver import FaultConfig, serve_in_thread
+from warehouse.contract import USER_KEY, TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.settings import OpenAISettings, load_settings
 from warehouse.store import Store

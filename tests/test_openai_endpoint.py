@@ -13,9 +13,9 @@ import pytest
 
 from generators.models import ChatRequest, OpenAIEndpoint
 from generators.models.endpoint import EndpointRefused, RequestRejected, TransientFailure
-from tests.modelserver import FaultConfig, serve_in_thread
 from generators.phone.families import FAMILIES
 from generators.policies.model_planner import conversation, request_headers, tool_schemas
+from tests.modelserver import FaultConfig, serve_in_thread
 
 MODEL = "flywheel-test"
 TASK = FAMILIES["F01"].make_task(1, 1)

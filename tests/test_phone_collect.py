@@ -2,12 +2,11 @@
 
 from datetime import datetime, timezone
 
-from warehouse.ids import episode_id
-
 from generators.collect import run_episode
 from generators.phone.families import FAMILIES
 from generators.policies import ScriptedPolicy
 from tests.world_hashes import replay_final_hash
+from warehouse.ids import episode_id
 
 WHEN = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

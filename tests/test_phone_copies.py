@@ -14,8 +14,8 @@ from generators.phone import heldout
 from generators.phone.families import FAMILIES
 from generators.phone.services.skills import run_macro
 from generators.phone.tools import TOOLS, call_tool
-from tests.phone_calls import HOSTILE, plausible_arguments
 from generators.phone.world import World
+from tests.phone_calls import HOSTILE, plausible_arguments
 
 
 def fingerprint(world: World) -> tuple[Any, ...]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from functools import cache
 
 from generators.phone.families import FAMILIES
-from warehouse.contract import variant_of
 from generators.phone.tools import TOOLS
+from warehouse.contract import variant_of
 
 SEEDS = 400  # enough to draw every variant of every family at every difficulty
 

@@ -1,10 +1,9 @@
 """PhoneEnv: notices, budget, ask_user, finish, step labels."""
 
-from warehouse.contract import Action
-
 from generators.phone.env import STOP_GUESSING, PhoneEnv
 from generators.phone.families import get_family
 from generators.phone.families.base import call, finish
+from warehouse.contract import Action
 
 
 def env_for(fid="F01", seed=0, difficulty=1):

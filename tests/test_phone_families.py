@@ -4,13 +4,12 @@ import random
 
 import pytest
 
-from warehouse.contract import TaskSpec
-from warehouse.ids import task_id
-
 from generators.phone.env import PhoneEnv
 from generators.phone.families import FAMILIES, UnknownFamilyError, get_family, split_for_template
 from generators.phone.families.base import finish
 from generators.writers import TemplateWriter
+from warehouse.contract import TaskSpec
+from warehouse.ids import task_id
 
 CASES = [(fid, seed, difficulty) for fid in sorted(FAMILIES) for seed in range(6) for difficulty in (1, 2, 3)]
 

@@ -8,12 +8,11 @@ import random
 
 import pytest
 
-from warehouse.contract import Requirement
-
 from generators.phone.families import FAMILIES, UnknownKnobError, get_family
 from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.gate import gate_reason, gate_report, mutants
 from tests.conftest import cli_env, flywheel
+from warehouse.contract import Requirement
 
 
 class NoopPassesFamily(ContactCrud):

@@ -17,9 +17,6 @@ from typing import Any
 
 import pytest
 
-from warehouse.contract import Action, TaskSpec, ToolError, Verification
-from warehouse.ids import digest
-
 from generators.phone import env as env_module
 from generators.phone import stepplan
 from generators.phone.digests import StateDigest
@@ -29,6 +26,8 @@ from generators.phone.tools import TOOLS
 from generators.phone.trusted import trusted
 from tests.phone_calls import plausible_arguments
 from tests.world_hashes import replay_final_hash
+from warehouse.contract import Action, TaskSpec, ToolError, Verification
+from warehouse.ids import digest
 
 SEEDS = 4  # per family and difficulty; every session of a scenario and two trajectories each
 STATUSES = ["completed", "needs_user", "infeasible", "partial"]

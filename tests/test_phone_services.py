@@ -3,8 +3,6 @@
 import random
 from datetime import datetime
 
-from warehouse.contract import Action
-
 from generators.collect import run_episode
 from generators.phone.apps import install_all
 from generators.phone.apps.contacts import add_contact
@@ -18,6 +16,7 @@ from generators.phone.tools import call_tool
 from generators.phone.user import scripted_user_reply
 from generators.phone.world import World
 from tests.fixed_policy import FixedActions
+from warehouse.contract import Action
 
 
 def world() -> World:

@@ -9,11 +9,10 @@ import random
 
 import pytest
 
-from warehouse.contract import Requirement
-
 from generators.phone.families import FAMILIES
 from generators.phone.stepplan import FINISH_BLIND, SETTLED_WHEN
 from generators.phone.verifier import check_outcome
+from warehouse.contract import Requirement
 
 TOOLS = ["contacts_search", "mail_send", "notes_create"]
 ARGS = [{}, {"query": "ann"}, {"query": "Ann "}, {"to": "a@b.c"}, {"to": "x@y.z", "body": "hi"}]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from warehouse.contract import Requirement, TaskSpec
-
 from generators.phone.apps import contacts, install_all
 from generators.phone.matching import same
 from generators.phone.verifier import NoVerifier, StepVerifier, check_requirement, evaluate, score
-from warehouse.errors import FlywheelError
 from generators.phone.world import World
+from warehouse.contract import Requirement, TaskSpec
+from warehouse.errors import FlywheelError
 
 
 def call(index, tool, ok=True, result=None, **arguments):

@@ -92,11 +92,10 @@ def test_row_json_is_canonical_json_for_every_value_a_step_encodes():
     from collections import OrderedDict
     from datetime import date, datetime
 
-    from warehouse.ids import canonical_json
-
     from generators.phone.families import FAMILIES
     from generators.phone.world import row_json
     from tests.phone_calls import HOSTILE
+    from warehouse.ids import canonical_json
 
     values = [*HOSTILE, float("nan"), float("inf"), -0.0, 1e300, 2**70, "zürich ☕", "\u2028", {1: "one", 2: "two"},
               {"b": 1, "a": [1, {"d": None}]}, date(2026, 3, 2), ("a", 1), [[], {}, [[]]], True, None]

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 import pytest
 
 from flows.model_setup import StateJournal
+from generators.collect import collect_episodes
 from generators.model_collect import ModelPlanner, ModelPolicy
-from warehouse.contract import USER_KEY
 from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint
 from generators.models.endpoint import ChatRequest, ToolCall
-from generators.collect import collect_episodes
 from generators.phone.families import FAMILIES
 from warehouse import state
+from warehouse.contract import USER_KEY
 from warehouse.store import Store
 
 WHEN = datetime(2026, 3, 1, tzinfo=UTC)

@@ -9,14 +9,22 @@ import warnings
 
 import pytest
 
-from flows.runners import (DASK_CONNECT_TIMEOUT_S, MODEL_PROCESSES_FROM, PROCESSES_PAY_FROM, check_dask_scheduler,
-                           cluster_lost, collects_inline, runner_kind, task_runner)
+from flows.runners import (
+    DASK_CONNECT_TIMEOUT_S,
+    MODEL_PROCESSES_FROM,
+    PROCESSES_PAY_FROM,
+    check_dask_scheduler,
+    cluster_lost,
+    collects_inline,
+    runner_kind,
+    task_runner,
+)
 from flows.stages.collect import RUNS_PER_WORKER, CommitWatch, shard_runs
 from tests.conftest import free_port, port_taken, wait_for
 from warehouse import state
 from warehouse.errors import OrchestratorError
-from warehouse.store import Store
 from warehouse.settings import load_settings
+from warehouse.store import Store
 
 
 def _settings(tmp_path, policy: str = "scripted", **round_):
@@ -187,9 +195,9 @@ def test_a_model_runs_shards_overlap_and_keep_the_workers_concurrency_share(tmp_
 
     from flows import stages
     from flows.stages import collect
-    from tests.modelserver import FaultConfig, serve_in_thread
     from generators.models import OpenAIEndpoint
     from tests.conftest import single_session_families
+    from tests.modelserver import FaultConfig, serve_in_thread
 
     with serve_in_thread(FaultConfig(latency_ms=10)) as server:
         settings = load_settings(None, data_dir=tmp_path / "d", policy="openai",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest

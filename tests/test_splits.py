@@ -12,12 +12,11 @@ import pytest
 from flows.export_cmd import export
 from flows.views import split_cell, status_rows
 from generators.phone.families import FAMILIES, SPLITS, get_family, split_for_template
+from tests.conftest import export_dir
+from tests.review_fixtures import make_round
 from warehouse.contract import variant_of
 from warehouse.settings import Settings
 from warehouse.store import Store
-
-from tests.conftest import export_dir
-from tests.review_fixtures import make_round
 
 N_TASKS = 10_000
 

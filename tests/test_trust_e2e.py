@@ -20,7 +20,6 @@ from curation.formats.openai_chat import chat_turns
 from curation.formats.views import step_from_row
 from curation.selection import sound_reason
 from flows.export_cmd import export_release
-from warehouse.contract import variant_of
 from review_app import decisions, release
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
@@ -28,6 +27,7 @@ from review_app.plain_text import as_text as shown
 from tests.conftest import export_dir
 from tests.curation_data import build_round
 from tests.review_fixtures import PASSWORD, make_accounts
+from warehouse.contract import variant_of
 
 APP = str(Path(__file__).resolve().parents[1] / "review_app" / "app.py")
 OV = Overlap(0.0, 2)

@@ -13,10 +13,9 @@ import argparse
 import json
 from pathlib import Path
 
-from warehouse.contract import Action, TaskSpec
-
 from generators.phone.env import replay_actions
 from generators.phone.families import FAMILIES, Family
+from warehouse.contract import Action, TaskSpec
 
 PATH = Path(__file__).parent / "data" / "world_hashes.json"
 SEEDS = (1, 2, 7, 31, 404)

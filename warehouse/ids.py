@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 
-
 # what json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False) builds,
 # made once: the C encoder itself (json.JSONEncoder.encode makes a new one per call, which cost more than
 # encoding a small value; the phone encodes a few rows a step); no check for circular values, no JSON anyway

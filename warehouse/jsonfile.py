@@ -12,8 +12,8 @@ A UTF-8 byte-order mark is ignored.
 
 from __future__ import annotations
 
-import json
 import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path

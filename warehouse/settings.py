@@ -7,9 +7,9 @@ down; no deeper code reads the environment.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
-import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 

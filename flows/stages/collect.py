@@ -20,15 +20,15 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
 from sqlalchemy.exc import SQLAlchemyError
 
-from flows.prefect_window import shard_run_name
 from flows.model_setup import StateJournal, log_refusals, make_engine, make_model_user, model_policy
+from flows.prefect_window import shard_run_name
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
 from flows.stages.write import load_later_sessions, load_tasks
 from generators.collect import Policy, collect_episodes
 from generators.model_collect import ModelPlanner
+from generators.model_user import ModelUser
 from generators.models import Engine
 from generators.models.endpoint import EndpointGaveUp
-from generators.model_user import ModelUser
 from generators.planner import Plan
 from generators.policies import ReferencePolicy, ScriptedPolicy
 from warehouse import state

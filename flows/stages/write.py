@@ -10,7 +10,6 @@ from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 

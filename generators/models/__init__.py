@@ -6,7 +6,13 @@ limits, timeouts, retries with backoff and the circuit breaker.
 """
 
 from generators.models.endpoint import (
-    ChatReply, ChatRequest, Endpoint, EndpointDown, EndpointRefused, RequestRejected, TransientFailure,
+    ChatReply,
+    ChatRequest,
+    Endpoint,
+    EndpointDown,
+    EndpointRefused,
+    RequestRejected,
+    TransientFailure,
 )
 from generators.models.engine import Engine, EngineConfig
 from generators.models.fake import FakeEndpoint

@@ -26,7 +26,6 @@ from generators.models.journal import ReplyJournal
 from generators.models.limits import Bookings, CircuitBreaker, RateLimiter
 from warehouse.errors import ConfigError
 
-
 # failures an overloaded server gives (its queue outgrew our timeout, it sheds load, it fell over)
 OVERLOAD = frozenset({"timeout", "connection", "429", "502", "503", "504"})
 

@@ -15,7 +15,12 @@ import httpx
 import openai
 
 from generators.models.endpoint import (
-    ChatReply, ChatRequest, EndpointRefused, RequestRejected, ToolCall, TransientFailure,
+    ChatReply,
+    ChatRequest,
+    EndpointRefused,
+    RequestRejected,
+    ToolCall,
+    TransientFailure,
 )
 
 

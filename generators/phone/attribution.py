@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.contract import Action, FailureAttribution, RequirementResult, Step, TaskSpec
-from warehouse.ids import canonical_json
-
 from generators.phone.tools import tool_kind
 from generators.phone.verifier import normalise
+from warehouse.contract import Action, FailureAttribution, RequirementResult, Step, TaskSpec
+from warehouse.ids import canonical_json
 
 HARNESS_CODES = {"INTERNAL"}
 

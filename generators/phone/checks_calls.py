@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
 from generators.phone.matching import args_match, normalise
 from generators.phone.world import row_json
 

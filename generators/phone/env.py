@@ -10,18 +10,17 @@ from itertools import compress
 from operator import ne
 from typing import Any
 
-from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
-
 from generators.phone.digests import Baseline, StateDigest
 from generators.phone.families.base import Family
 from generators.phone.services.subagents import subagent_steps
-from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
 from generators.phone.stepplan import plan_for
 from generators.phone.stepverify import IncrementalVerifier
+from generators.phone.tools import META_SCHEMAS, TOOLS, call_tool, check_arguments, openai_tool_schemas
 from generators.phone.trusted import trusted
 from generators.phone.user import scripted_user_reply
 from generators.phone.verifier import StepVerifier, evaluate
 from generators.phone.world import World, row_change, row_json
+from warehouse.contract import Action, Feedback, RequirementResult, TaskSpec, ToolError, Verification
 
 ENV_VERSION = "0.2"
 ERROR_FIELDS = frozenset(ToolError.model_fields)

@@ -12,13 +12,12 @@ import random
 from collections.abc import Callable
 from itertools import pairwise
 
-from warehouse.contract import Action, TaskSpec
-from warehouse.ids import digest
-
 from generators.phone.env import PhoneEnv
 from generators.phone.families.base import Family, finish
 from generators.phone.families.mutants import first_write_index
 from generators.phone.tools import tool_kind
+from warehouse.contract import Action, TaskSpec
+from warehouse.ids import digest
 
 REASONS = ("reference_fails", "nondeterministic", "noop_passes", "noop_label_mismatch",
            "mutant_passes:wrong_argument", "mutant_passes:extra_write", "mutant_passes:wrong_order")

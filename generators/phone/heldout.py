@@ -17,7 +17,6 @@ from generators.phone.services.skills import run_macro
 from generators.phone.tools import PhoneError
 from generators.phone.world import World, row_json
 
-
 HELDOUT_CACHE = 256  # held-out worlds kept (one a task; a task's rollouts and steps re-run its skill)
 
 

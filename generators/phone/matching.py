@@ -7,7 +7,6 @@ import functools
 import re
 from typing import Any
 
-
 PHONE_FORMATTING = re.compile(r"[\s().+-]")  # what people type around a number's digits
 PHONE_LIKE = re.compile(r"[+\d][\d\s().-]{5,}")
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape
 
-from warehouse.contract import Step
-
 from generators.phone.tools import TOOLS
+from warehouse.contract import Step
 
 WIDTH, HEIGHT, ROW_H, MAX_ROWS = 360, 720, 44, 11
 APP_COLOURS = {"settings": "#455a64", "contacts": "#1e88e5", "phone": "#43a047", "messages": "#00897b",

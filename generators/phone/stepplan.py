@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from generators.phone.verifier import STATE_KINDS, STATE_TABLES, check_outcome
 from warehouse.contract import Requirement
 
-from generators.phone.verifier import STATE_KINDS, STATE_TABLES, check_outcome
 
 def calls_read(req: Requirement) -> frozenset[str] | None:
     """The tools whose calls can change a non-state check's result (None: any call can).

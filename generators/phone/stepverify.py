@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.contract import Action, Feedback, TaskSpec, Verification
-
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
 from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label, verifiable
 from generators.phone.world import Snapshot, Table, row_change, row_json
+from warehouse.contract import Action, Feedback, TaskSpec, Verification
 
 
 class LazySeenCalls(SeenCalls):

@@ -12,7 +12,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.phone.arguments import check_arguments, cut as _cut
+from generators.phone.arguments import check_arguments
+from generators.phone.arguments import cut as _cut
 from generators.phone.world import MissingTableError, World
 
 ToolKind = Literal["read", "write", "meta"]

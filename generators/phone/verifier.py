@@ -13,10 +13,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
-from warehouse.errors import InputError
-from warehouse.ids import canonical_json
-
 from generators.phone.checks_calls import CALL_CHECKS
 from generators.phone.checks_services import SERVICE_CHECKS
 from generators.phone.checks_state import STATE_CHECKS
@@ -24,6 +20,9 @@ from generators.phone.matching import args_match, normalise
 from generators.phone.timeparse import parse_time
 from generators.phone.tools import PhoneError, tool_kind
 from generators.phone.world import Snapshot, World
+from warehouse.contract import Action, Feedback, Requirement, RequirementResult, TaskSpec, Verification
+from warehouse.errors import InputError
+from warehouse.ids import canonical_json
 
 Calls = list[dict[str, Any]]
 

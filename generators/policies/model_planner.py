@@ -13,9 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from warehouse.contract import Action, Step, TaskSpec
-
 from generators.phone.tools import META_SCHEMAS, openai_tool_schemas
+from warehouse.contract import Action, Step, TaskSpec
 
 SYSTEM_PROMPT = (
     "You are a planner agent operating the user's phone through tools. Use the tools to do what the user "

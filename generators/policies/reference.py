@@ -7,9 +7,8 @@ and are marked by their policy name so that nothing measures them as the model's
 
 from __future__ import annotations
 
-from warehouse.contract import REFERENCE_POLICY
-
 from generators.policies.scripted import ScriptedPolicy
+from warehouse.contract import REFERENCE_POLICY
 
 
 class ReferencePolicy(ScriptedPolicy):

@@ -11,13 +11,12 @@ import math
 import random
 from typing import Any
 
-from warehouse.contract import Action, TaskSpec
-from warehouse.ids import digest
-
 from generators.collect import Turn
 from generators.phone.families import Family, get_family
 from generators.phone.families.mutants import ID_ARGS, first_write_index, set_answer, wrong_value
 from generators.phone.tools import tool_kind
+from warehouse.contract import Action, TaskSpec
+from warehouse.ids import digest
 
 # chance of one mistake per capability tag; a task's tags combine as independent risks
 DEFAULT_ERROR_RATES: dict[str, float] = {

@@ -14,8 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.modelserver.brain import (USER_EPISODE_PREFIX, estimate_tokens, next_action, parse_task_header,
-                                          position, user_reply, writer_reply)
+from tests.modelserver.brain import (
+    USER_EPISODE_PREFIX,
+    estimate_tokens,
+    next_action,
+    parse_task_header,
+    position,
+    user_reply,
+    writer_reply,
+)
 from tests.modelserver.faults import FaultConfig, pick_fault
 from tests.modelserver.strict import message_errors, refusal_body
 

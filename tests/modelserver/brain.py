@@ -11,12 +11,11 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from warehouse.contract import USER_KEY, Action, TaskSpec
-from warehouse.ids import digest
-
 from generators.phone.families import get_family
 from generators.phone.user import UNKNOWN, scripted_user_reply
 from generators.policies.scripted import ScriptedPolicy
+from warehouse.contract import USER_KEY, Action, TaskSpec
+from warehouse.ids import digest
 
 
 @lru_cache(maxsize=4096)

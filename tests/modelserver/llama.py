@@ -14,7 +14,6 @@ from pathlib import Path
 from time import monotonic, sleep
 
 from generators.models.server_log import log_path
-
 from tests.modelserver.run import free_port
 
 MODEL_ALIAS = "smollm2"

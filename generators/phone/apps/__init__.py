@@ -11,12 +11,24 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.ids import digest
-
-from generators.phone.apps import (calendar, calls, clock, contacts, device, files, mail, media, messages, notes, shop,
-                                   travel, wallet)
+from generators.phone.apps import (
+    calendar,
+    calls,
+    clock,
+    contacts,
+    device,
+    files,
+    mail,
+    media,
+    messages,
+    notes,
+    shop,
+    travel,
+    wallet,
+)
 from generators.phone.services import install_services
 from generators.phone.world import World
+from warehouse.ids import digest
 
 CONTENT_APPS = (contacts, calls, calendar, clock, messages, mail, notes, files, wallet, shop, travel, media)
 SEEDED_APPS = (calls, files, wallet, shop, travel, media)

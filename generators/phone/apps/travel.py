@@ -9,11 +9,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.ids import digest
-
 from generators.phone.timeparse import resolve_date
 from generators.phone.tools import PhoneError, params, tool
 from generators.phone.world import World
+from warehouse.ids import digest
 
 APP = "travel"
 PLACES = ["Home", "Office", "Airport", "Central Station", "City Gym", "Downtown Clinic", "Cafe Rio", "Riverside Park"]

@@ -12,17 +12,16 @@ import random
 from collections import OrderedDict
 from typing import Any, NamedTuple, Protocol
 
+from generators.phone.apps import install_all
+from generators.phone.digests import Baseline
+from generators.phone.families.mutants import with_wrong_argument
+from generators.phone.longlived import settle_kept_world
+from generators.phone.tools import TOOLS, call_tool
+from generators.phone.world import World, row_json
+from generators.writers.template import TemplateWriter
 from warehouse.contract import Action, Requirement, Split, TaskSpec, variant_of
 from warehouse.errors import ConfigError
 from warehouse.ids import digest, task_id
-
-from generators.phone.apps import install_all
-from generators.phone.families.mutants import with_wrong_argument
-from generators.phone.tools import TOOLS, call_tool
-from generators.phone.digests import Baseline
-from generators.phone.longlived import settle_kept_world
-from generators.phone.world import World, row_json
-from generators.writers.template import TemplateWriter
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
 

@@ -10,8 +10,6 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps import media, shop
 from generators.phone.apps.calendar import add_alarm
@@ -20,6 +18,7 @@ from generators.phone.apps.notes import add_todo
 from generators.phone.families import f01_chores, noise
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 LABELS = ["Pasta", "Laundry", "Tea", "Parking", "Oven", "Nap", "Eggs", "Call mum"]
 PLAYLIST_NAMES = ["Road trip", "Focus", "Sunday chill", "Running", "Dinner party", "Study"]

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps import files, travel
 from generators.phone.apps.calendar import add_alarm, add_event
@@ -24,6 +22,7 @@ from generators.phone.apps.messages import add_message
 from generators.phone.apps.notes import add_note, add_todo
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 Adder = Callable[[World, random.Random, str], str]  # adds a row named by the label, returns its id
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact, add_random_contact
 from generators.phone.families import f01_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 8, 2: 18, 3: 35}  # noise contacts per difficulty: past 10, search results paginate
 DECOYS = {1: 1, 2: 2, 3: 3}  # near-duplicates of the target

@@ -10,13 +10,12 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps import travel, wallet
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.families.mutants import set_answer
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 SPEND_CATEGORIES = ["groceries", "dining", "transport", "shopping"]
 

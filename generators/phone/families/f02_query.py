@@ -6,8 +6,6 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.calendar import add_event
 from generators.phone.apps.contacts import add_random_contact
@@ -15,6 +13,7 @@ from generators.phone.families import f02_apps
 from generators.phone.families.base import Family, call, finish
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE_EVENTS_PER_DAY = {1: 1, 2: 2, 3: 3}
 NOISE_CONTACTS = {1: 10, 2: 20, 3: 35}

@@ -9,11 +9,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone.apps.device import DEFAULTS
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 # per scenario, the changes in the order people ask for them; levels are (low, high) ranges
 SCENARIOS: dict[str, list[tuple[str, Any]]] = {

@@ -11,13 +11,12 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone.apps import files, shop
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.families.f02_apps import latest_missed, seed_missed_calls
 from generators.phone.families.mutants import set_answer, with_wrong_argument_in_last_write
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 
 def _granted(permission: str) -> Requirement:

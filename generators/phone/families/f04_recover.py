@@ -11,16 +11,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
-from generators.phone.families import noise
-from generators.phone.families import f04_apps
+from generators.phone.families import f04_apps, noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.families.mutants import with_wrong_argument_in_last_write
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 6, 2: 12, 3: 20}
 GOAL = {"offline_text": "messages_send", "event_permission": "calendar_create_event", "missing_folder": "notes_create"}

@@ -11,14 +11,13 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps import media, shop
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 REASONS = ["the concert tickets", "last month's rent share", "the new sofa", "the team dinner", "the flights"]
 CONFIRM = "confirm|sure|ok|go ahead|proceed|approve|over 100|above 100"

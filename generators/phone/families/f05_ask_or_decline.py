@@ -12,16 +12,14 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.calendar import add_event
 from generators.phone.apps.contacts import add_contact
-from generators.phone.families import noise
-from generators.phone.families import f05_apps
+from generators.phone.families import f05_apps, noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.timeparse import WEEKDAYS, resolve_date
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 8, 2: 16, 3: 28}
 ASK_WORDS = "conflict|overlap|clash|busy|already|another time|anyway|instead"

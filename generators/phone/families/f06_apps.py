@@ -10,14 +10,13 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps import files, travel
 from generators.phone.families import noise
 from generators.phone.families.base import Variant, call, finish
 from generators.phone.families.f02_apps import latest_missed, seed_missed_calls
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 RECEIPTS = {"Cafe Rio": "dining", "FreshMart": "groceries", "CityCab": "transport", "Pharmacy Plus": "health"}
 ORIGINS = ["Home", "Office", "Central Station", "City Gym"]

@@ -12,16 +12,14 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.mail import add_mail
 from generators.phone.apps.messages import add_message
-from generators.phone.families import noise
-from generators.phone.families import f06_apps
+from generators.phone.families import f06_apps, noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 6, 2: 12, 3: 20}
 VARIANTS = ("mail_to_calendar", "contact_to_text", "code_to_note")

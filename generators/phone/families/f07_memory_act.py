@@ -11,14 +11,13 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.families.memory_seed import plant
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 4, 2: 8, 3: 14}
 VARIANTS = ("usual_coffee", "usual_alarm", "usual_restaurant", "usual_gym", "usual_playlist", "usual_brightness")

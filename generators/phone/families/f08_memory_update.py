@@ -11,13 +11,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.calendar import add_alarm, add_event
 from generators.phone.families.base import Family, call, finish
 from generators.phone.families.memory_seed import plant
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 VARIANTS = ("correct_in_place", "switch_habit", "sync_alarm", "forget", "sync_event", "forget_alarm")
 TIMES = ["06:15", "06:30", "06:45", "07:00", "07:15", "05:45"]

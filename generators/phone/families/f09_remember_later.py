@@ -15,8 +15,6 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
@@ -24,6 +22,7 @@ from generators.phone.families.base import Family, call, finish
 from generators.phone.families.memory_seed import plant
 from generators.phone.services.memory import add_memory
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 VARIANTS = ("allergy", "parking", "call_back", "gate_code", "gift_idea", "pay_later")
 ALLERGENS = ["peanuts", "shellfish", "gluten", "dairy", "sesame", "eggs"]

@@ -10,14 +10,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.notes import add_note
 from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 VARIANTS = ("group_text", "expense_batch", "focus_macro", "expense_from_note", "group_invite", "focus_timer")
 TEXTS = ["Running 10 minutes late, start without me", "Dinner is at 8 tonight", "Meeting moved to room 4B",

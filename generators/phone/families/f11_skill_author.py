@@ -11,14 +11,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.services.skills import fill
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 # authored macros of one step: variant -> (skill, description, tool, argument templates, parameters, table)
 AUTHORED: dict[str, tuple[str, str, str, dict[str, Any], list[str], str]] = {

@@ -17,8 +17,6 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.files import add_file
@@ -26,6 +24,7 @@ from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.services.subagents import add_kb, add_ui_setting
 from generators.phone.world import World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 VARIANTS = ("gui_setting", "vision_receipt", "automation_later", "qa_known", "qa_unknown", "vision_wifi")
 WIFI_WORDS = ["latte", "harbor", "maple", "orbit", "cobalt", "pepper", "violet", "summit"]

@@ -13,8 +13,6 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from warehouse.contract import Action, Requirement, TaskSpec
-
 from generators.phone import seeddata
 from generators.phone.apps.contacts import add_contact
 from generators.phone.apps.files import add_file
@@ -22,6 +20,7 @@ from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.families.memory_seed import plant
 from generators.phone.world import DEFAULT_START, World
+from warehouse.contract import Action, Requirement, TaskSpec
 
 RESTAURANTS = ["Noodle Bar", "Cafe Rio", "Trattoria Sole", "Green Curry House", "Taqueria Luna", "Sushi Go"]
 BRUNCH = ["Sunny Side", "The Egg Shed", "Porch Cafe", "Toast & Co", "Morning Glory", "Honey Pot"]

@@ -7,9 +7,8 @@ import random
 import re
 from typing import Any
 
-from warehouse.contract import Action, TaskSpec
-
 from generators.phone.tools import tool_kind
+from warehouse.contract import Action, TaskSpec
 
 ID_ARGS = ("contact_id", "event_id", "alarm_id", "message_id", "mail_id", "note_id", "todo_id")
 # the arguments that carry a task's intent, in the order a mistake is most likely

@@ -5,8 +5,6 @@ never the list of all of them."""
 
 from __future__ import annotations
 
-from warehouse.contract import Split
-
 from generators.phone.families.base import Family, hashed_split
 from generators.phone.families.f01_crud import ContactCrud
 from generators.phone.families.f02_query import QueryAggregate
@@ -21,6 +19,7 @@ from generators.phone.families.f10_skill_use import SkillUse
 from generators.phone.families.f11_skill_author import SkillAuthor
 from generators.phone.families.f12_delegate import Delegate
 from generators.phone.families.f13_errand import Errand
+from warehouse.contract import Split
 
 FAMILIES: dict[str, Family] = {f.id: f for f in (ContactCrud(), QueryAggregate(), DeviceOrder(), RecoverPrerequisite(),
                                                   AskOrDecline(), CarryOver(), MemoryAct(),
