@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from curation.minhash import MinHasher, char_ngram_hashes  # noqa: E402
-from curation.near_dup import NearDupConfig, near_duplicate_marks  # noqa: E402
+from curation.near_dup import CallSignatures, NearDupConfig, near_duplicate_marks  # noqa: E402
 from curation.semantic import anchors_agree, statement, wordllama_embed  # noqa: E402
 from curation.signatures import near_call, normalise_instruction  # noqa: E402
 from generators.phone.families import FAMILIES, get_family  # noqa: E402
@@ -118,7 +118,8 @@ def episode_level(pairs: list[tuple], low_signal: bool, embed, with_values: bool
                 kind = tool if tool in ("finish", "ask_user") else "tool_call"
                 steps.append({"episode_id": eid, "near": near_call(kind, tool, args)})
     episodes, steps = pd.DataFrame(eps), pd.DataFrame(steps)
-    marks = near_duplicate_marks(episodes, steps, steps["near"], np.ones(len(episodes), dtype=bool),
+    calls = CallSignatures.of(episodes, steps, steps["near"], NearDupConfig().num_perm)
+    marks = near_duplicate_marks(episodes, calls, np.ones(len(episodes), dtype=bool),
                                  pd.Series(dtype=float), NearDupConfig(), embed=embed)
     cluster = {e: (json.loads(d)["cluster"] if m in ("kept", "near_duplicate") else e)
                for e, m, d in zip(marks["episode_id"], marks["mark"], marks["detail"])}

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from curation.near_dup import NearDupConfig, near_duplicate_marks_with_history
+from curation.near_dup import CallSignatures, NearDupConfig, near_duplicate_marks_with_history
 from curation.semantic import Embed
 
 
@@ -26,10 +26,9 @@ def split_column(frame: pd.DataFrame) -> pd.Series:
     return split.fillna("train").astype(str)
 
 
-def cross_split_marks(near: pd.DataFrame, episodes: pd.DataFrame, steps: pd.DataFrame, near_calls: pd.Series,
-                      eligible: np.ndarray, task_success_rate: pd.Series, config: NearDupConfig,
-                      prior_episodes: pd.DataFrame, prior_steps: pd.DataFrame, prior_near_calls: pd.Series,
-                      embed: Embed | None = None) -> pd.DataFrame:
+def cross_split_marks(near: pd.DataFrame, episodes: pd.DataFrame, calls: CallSignatures, eligible: np.ndarray,
+                     task_success_rate: pd.Series, config: NearDupConfig, prior_episodes: pd.DataFrame,
+                     prior_calls: CallSignatures, embed: Embed | None = None) -> pd.DataFrame:
     """``near`` (marks in the order of ``episodes``) with every still-passing episode that nearly
     repeats an earlier episode of another split (``prior_*``) marked a near duplicate of it."""
     if prior_episodes.empty or episodes.empty:
@@ -43,14 +42,10 @@ def cross_split_marks(near: pd.DataFrame, episodes: pd.DataFrame, steps: pd.Data
         if not other.any():
             continue
         ep = episodes.loc[pick].reset_index(drop=True)
-        on = steps["episode_id"].isin(ep["episode_id"]).to_numpy()
         anchors = prior_episodes.loc[other].reset_index(drop=True)
-        on_prior = prior_steps["episode_id"].isin(anchors["episode_id"]).to_numpy()
         marks = near_duplicate_marks_with_history(
-            ep, steps.loc[on].reset_index(drop=True), near_calls.loc[on].reset_index(drop=True),
-            np.ones(len(ep), dtype=bool), task_success_rate, config, anchors,
-            prior_steps.loc[on_prior].reset_index(drop=True), prior_near_calls.loc[on_prior].reset_index(drop=True),
-            embed)
+            ep, calls.take(np.flatnonzero(pick)), np.ones(len(ep), dtype=bool), task_success_rate, config, anchors,
+            prior_calls.take(np.flatnonzero(other)), embed)
         anchor_split = dict(zip(anchors["episode_id"], split_column(anchors), strict=True))
         rows = {e: i for i, e in enumerate(near["episode_id"])}
         cols = [near.columns.get_loc(c) for c in ("mark", "passed", "reason", "detail")]

@@ -61,7 +61,8 @@ def episode_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame
         SELECT {EPISODE_COLUMNS}
         FROM episodes e
         LEFT JOIN outcomes o USING (episode_id)
-        LEFT JOIN (SELECT DISTINCT ON (task_id) * FROM tasks) t ON t.task_id = e.task_id
+        LEFT JOIN (SELECT DISTINCT ON (task_id) task_id, difficulty, step_budget, optimal_steps, seed, public_params
+                   FROM tasks) t ON t.task_id = e.task_id
         LEFT JOIN s ON s.episode_id = e.episode_id
         WHERE e.round_id = $r
         ORDER BY e.episode_id
@@ -69,21 +70,32 @@ def episode_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame
     return query_frame(con, sql, {"r": round_id})
 
 
-def step_frame(con: duckdb.DuckDBPyConnection, round_id: str) -> pd.DataFrame:
-    """One row per step of ``round_id``'s episodes, ordered by episode and index.
+def step_frame(con: duckdb.DuckDBPyConnection, round_id: str, episode_ids: list[str] | None = None) -> pd.DataFrame:
+    """One row per step of ``round_id``'s episodes (those of ``episode_ids`` only, when given), ordered by
+    episode and index.
 
     Free-form results are left out (they are large); the claims check fetches the few
     it needs."""
-    sql = """
-        SELECT episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
+    columns = """episode_id, "index", actor, action_kind, action_tool, action_arguments, action_call_id,
                CASE WHEN action_kind = 'message' THEN action_text END AS action_text,
                feedback_ok, json_extract_string(feedback_error, '$.code') AS error_code,
-               verification_label
-        FROM steps
-        WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
-        ORDER BY episode_id, "index"
-    """
-    return query_frame(con, sql, {"r": round_id})
+               verification_label"""
+    if episode_ids is None:
+        return query_frame(con, f"""
+            SELECT {columns} FROM steps
+            WHERE episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
+            ORDER BY episode_id, "index"
+        """, {"r": round_id})
+    con.register("_chunk", pa.table({"episode_id": pa.array(episode_ids, pa.string())}))
+    try:
+        return query_frame(con, f"""
+            SELECT {columns} FROM steps
+            WHERE episode_id IN (SELECT episode_id FROM _chunk)
+              AND episode_id IN (SELECT episode_id FROM episodes WHERE round_id = $r)
+            ORDER BY episode_id, "index"
+        """, {"r": round_id})
+    finally:
+        con.unregister("_chunk")
 
 
 def step_results(con: duckdb.DuckDBPyConnection, episode_ids: list[str]) -> pd.DataFrame:
@@ -148,13 +160,22 @@ def _lookup_from_ipc(data: pa.Buffer) -> TaskLookup:
     return TaskLookup(pa.ipc.open_stream(data).read_all())
 
 
-def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str) -> TaskLookup:
-    """The tasks of ``round_id``'s episodes."""
-    table = con.sql(
-        "SELECT DISTINCT ON (task_id) * FROM tasks WHERE task_id IN (SELECT task_id FROM episodes WHERE round_id = $r)",
-        params={"r": round_id},
-    ).to_arrow_table()
-    return TaskLookup(table)
+def task_lookup(con: duckdb.DuckDBPyConnection, round_id: str, task_ids: list[str] | None = None) -> TaskLookup:
+    """The tasks of ``round_id``'s episodes (of those ids only, when given: a large round's tasks are read
+    a chunk at a time, their whole rows at once would not fit in memory)."""
+    if task_ids is None:
+        return TaskLookup(con.sql(
+            "SELECT DISTINCT ON (task_id) * FROM tasks WHERE task_id IN (SELECT task_id FROM episodes WHERE round_id = $r)",
+            params={"r": round_id},
+        ).to_arrow_table())
+    con.register("_tasks", pa.table({"task_id": pa.array(task_ids, pa.string())}))
+    try:
+        return TaskLookup(con.sql(
+            "SELECT DISTINCT ON (task_id) * FROM tasks WHERE task_id IN (SELECT task_id FROM _tasks) "
+            "AND task_id IN (SELECT task_id FROM episodes WHERE round_id = $r)", params={"r": round_id},
+        ).to_arrow_table())
+    finally:
+        con.unregister("_tasks")
 
 
 def prior_representatives(

@@ -133,26 +133,52 @@ def _components(n: int, pairs: np.ndarray) -> np.ndarray:
     return np.array([find(i) for i in range(n)])
 
 
-def signatures(
-    episodes: pd.DataFrame, steps: pd.DataFrame, near_calls: pd.Series, hasher: MinHasher, ngram: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(call signatures, instruction signatures, has_calls, informative) for ``episodes``.
+@dataclass
+class CallSignatures:
+    """Per episode row: the MinHash signature of its near calls (a *set*), whether it made any call, and
+    whether any is ``informative`` (a tool call with arguments: its calls say what the task was). An
+    episode's signature depends on its own steps alone, so a large round's are made a chunk of
+    episodes at a time and put together (:meth:`put`, :meth:`take`, :meth:`concat`)."""
 
-    ``informative``: the episode made a tool call with arguments (its calls say what the task was).
-    ``steps``/``near_calls`` must be ordered by episode id like ``episodes``."""
-    pos = pd.Index(episodes["episode_id"]).get_indexer(steps["episode_id"])
-    keep = (pos >= 0) & near_calls.notna().to_numpy()
-    owner = pos[keep]
-    texts = near_calls.to_numpy()[keep]
-    codes, distinct = pd.factorize(texts)  # rollouts repeat calls: each distinct one is hashed once
-    call_sig = hasher.signatures(shingle_hash(distinct.tolist())[codes], owner, len(episodes))
-    has_calls = np.zeros(len(episodes), dtype=bool)
-    has_calls[owner] = True
-    tool_with_args = np.array([t.startswith("[") and not t.startswith('["finish",') and not t.endswith(",{}]")
-                               for t in texts.tolist()], dtype=bool)
-    informative = np.zeros(len(episodes), dtype=bool)
-    informative[owner[tool_with_args]] = True
-    return call_sig, InstructionSignatures(episodes, hasher, ngram), has_calls, informative
+    sig: np.ndarray  # (episodes, num_perm) uint32
+    has_calls: np.ndarray
+    informative: np.ndarray
+
+    @classmethod
+    def of(cls, episodes: pd.DataFrame, steps: pd.DataFrame, near_calls: pd.Series, num_perm: int) -> CallSignatures:
+        """The signatures of ``episodes`` from their ``steps`` (``near_calls`` beside them), both ordered
+        by episode id."""
+        pos = pd.Index(episodes["episode_id"]).get_indexer(steps["episode_id"])
+        keep = (pos >= 0) & near_calls.notna().to_numpy()
+        owner = pos[keep]
+        texts = near_calls.to_numpy()[keep]
+        codes, distinct = pd.factorize(texts)  # rollouts repeat calls: each distinct one is hashed once
+        sig = MinHasher(num_perm).signatures(shingle_hash(distinct.tolist())[codes], owner, len(episodes))
+        has_calls = np.zeros(len(episodes), dtype=bool)
+        has_calls[owner] = True
+        tool_with_args = np.array([t.startswith("[") and not t.startswith('["finish",') and not t.endswith(",{}]")
+                                   for t in texts.tolist()], dtype=bool)
+        informative = np.zeros(len(episodes), dtype=bool)
+        informative[owner[tool_with_args]] = True
+        return cls(sig, has_calls, informative)
+
+    @classmethod
+    def empty(cls, n: int, num_perm: int) -> CallSignatures:
+        """``n`` rows to :meth:`put` parts into."""
+        return cls(np.full((n, num_perm), np.iinfo(np.uint32).max, dtype=np.uint32),
+                   np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+    def put(self, rows: np.ndarray, part: CallSignatures) -> None:
+        """``part``'s rows at ``rows`` of these."""
+        self.sig[rows], self.has_calls[rows], self.informative[rows] = part.sig, part.has_calls, part.informative
+
+    def take(self, rows: np.ndarray) -> CallSignatures:
+        return CallSignatures(self.sig[rows], self.has_calls[rows], self.informative[rows])
+
+    @staticmethod
+    def concat(parts: list[CallSignatures]) -> CallSignatures:
+        return CallSignatures(*(np.concatenate([getattr(p, f) for p in parts])
+                                for f in ("sig", "has_calls", "informative")))
 
 
 class InstructionSignatures:
@@ -268,8 +294,7 @@ def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarra
 
 def near_duplicate_marks(
     episodes: pd.DataFrame,
-    steps: pd.DataFrame,
-    near_calls: pd.Series,
+    calls: CallSignatures,
     eligible: np.ndarray,
     task_success_rate: pd.Series,
     config: NearDupConfig = NearDupConfig(),
@@ -277,7 +302,7 @@ def near_duplicate_marks(
     embed: Embed | None = None,
     executor: Executor | None = None,
 ) -> pd.DataFrame:
-    """A ``near_duplicate`` mark per episode.
+    """A ``near_duplicate`` mark per episode (``calls``: the signatures of its calls, :meth:`CallSignatures.of`).
 
     Only ``eligible`` episodes (sound, not exact duplicates) are compared; the others
     are marked ``not_compared``. ``anchors`` flags rows from earlier rounds: they take
@@ -285,8 +310,8 @@ def near_duplicate_marks(
     stand), but get no mark of their own. ``embed`` (unit vectors of texts) adds the
     semantic step; without it instructions compare by character grams only. ``executor`` (a
     Dask cluster's) searches the LSH bands of a large round on the cluster."""
-    hasher = MinHasher(config.num_perm)
-    call_sig, instr_sig, has_calls, informative = signatures(episodes, steps, near_calls, hasher, config.ngram)
+    call_sig, has_calls, informative = calls.sig, calls.has_calls, calls.informative
+    instr_sig = InstructionSignatures(episodes, MinHasher(config.num_perm), config.ngram)
     meaning = _Meaning(episodes, embed, config.semantic_threshold)
     bands, rows = config.bands()
     idx = np.flatnonzero(eligible & has_calls)
@@ -367,35 +392,29 @@ _PRIOR_COLUMNS = ["episode_id", "round_id", "task_id", "family", "instruction", 
 
 def near_duplicate_marks_with_history(
     episodes: pd.DataFrame,
-    steps: pd.DataFrame,
-    near_calls: pd.Series,
+    calls: CallSignatures,
     eligible: np.ndarray,
     task_success_rate: pd.Series,
     config: NearDupConfig,
     prior_episodes: pd.DataFrame,
-    prior_steps: pd.DataFrame,
-    prior_near_calls: pd.Series,
+    prior_calls: CallSignatures,
     embed: Embed | None = None,
     executor: Executor | None = None,
 ) -> pd.DataFrame:
-    """Near-duplicate marks for ``episodes``, also against earlier rounds' representatives.
+    """Near-duplicate marks for ``episodes``, also against earlier rounds' representatives (``calls``,
+    ``prior_calls``: the signatures of the calls of each).
 
     A member of a cluster that holds an earlier episode is a near duplicate of it.
     Marks come back in the order of ``episodes``."""
     prior_keep = ~prior_episodes["episode_id"].isin(episodes["episode_id"]).to_numpy()
     pe = prior_episodes.loc[prior_keep].reindex(columns=_PRIOR_COLUMNS)
-    ps_mask = prior_steps["episode_id"].isin(pe["episode_id"]).to_numpy()
     all_ep = pd.concat([episodes.reindex(columns=_PRIOR_COLUMNS).assign(_anchor=False, _eligible=eligible),
                         pe.assign(_anchor=True, _eligible=True)], ignore_index=True)
-    all_ep = all_ep.sort_values("episode_id", kind="stable").reset_index(drop=True)
-    all_steps = pd.concat([
-        pd.DataFrame({"episode_id": steps["episode_id"].to_numpy(), "index": steps["index"].to_numpy(),
-                      "near": near_calls.to_numpy()}),
-        pd.DataFrame({"episode_id": prior_steps["episode_id"].to_numpy()[ps_mask],
-                      "index": prior_steps["index"].to_numpy()[ps_mask], "near": prior_near_calls.to_numpy()[ps_mask]}),
-    ], ignore_index=True).sort_values(["episode_id", "index"], kind="stable").reset_index(drop=True)
+    order = np.argsort(all_ep["episode_id"].to_numpy(), kind="stable")
+    all_ep = all_ep.iloc[order].reset_index(drop=True)
+    all_calls = CallSignatures.concat([calls, prior_calls.take(np.flatnonzero(prior_keep))]).take(order)
     marks = near_duplicate_marks(
-        all_ep, all_steps, all_steps["near"], all_ep["_eligible"].to_numpy(dtype=bool), task_success_rate, config,
+        all_ep, all_calls, all_ep["_eligible"].to_numpy(dtype=bool), task_success_rate, config,
         anchors=all_ep["_anchor"].to_numpy(dtype=bool), embed=embed, executor=executor,
     )
     return marks.set_index("episode_id").loc[episodes["episode_id"]].reset_index()[list(marks.columns)]

@@ -30,18 +30,8 @@ def sensitive_tools() -> dict[str, str]:
     return {name: tool.sensitive for name, tool in TOOLS.items() if tool.sensitive}
 
 
-def routing_marks(
-    episodes: pd.DataFrame,
-    steps: pd.DataFrame,
-    heuristics_passed: np.ndarray,
-    known_failure_types: set[str],
-    rate: float = 0.05,
-    *,
-    judges_disagree: np.ndarray | None = None,
-    curriculum_families: frozenset[str] = frozenset(),
-) -> pd.DataFrame:
-    """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto."""
-    success = episodes["success"].fillna(False).to_numpy(dtype=bool)
+def sensitive_calls(steps: pd.DataFrame) -> dict[str, list[str]]:
+    """Episode id -> the sensitive tools it called, each once, as ``tool (side effect)``."""
     sensitive = sensitive_tools()
     calls = steps.loc[steps["action_tool"].isin(list(sensitive)) & (steps["action_kind"] == "tool_call"),
                       ["episode_id", "action_tool"]]
@@ -50,6 +40,22 @@ def routing_marks(
         effects = touched.setdefault(eid, [])
         if f"{name} ({sensitive[name]})" not in effects:
             effects.append(f"{name} ({sensitive[name]})")
+    return touched
+
+
+def routing_marks(
+    episodes: pd.DataFrame,
+    touched: dict[str, list[str]],
+    heuristics_passed: np.ndarray,
+    known_failure_types: set[str],
+    rate: float = 0.05,
+    *,
+    judges_disagree: np.ndarray | None = None,
+    curriculum_families: frozenset[str] = frozenset(),
+) -> pd.DataFrame:
+    """A ``routing`` mark per episode: needs_review (with reasons), sampled, or auto (``touched``: the
+    sensitive calls of each episode, :func:`sensitive_calls`)."""
+    success = episodes["success"].fillna(False).to_numpy(dtype=bool)
     ftype = episodes["failure_type"].fillna("").to_numpy()
     eids = episodes["episode_id"].to_numpy()
     # the first NOVEL_PER_TYPE episodes (in stable hash order) of each never-seen failure type

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from curation.cross_split import cross_split_marks
-from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.near_dup import CallSignatures, NearDupConfig, near_duplicate_marks
 from generators.phone.families import FAMILIES, get_family
 from generators.writers.template import TemplateWriter
 from tests.test_near_dup import _episode
@@ -42,10 +42,12 @@ def _marks(cur_split: str, prior_split: str):
     prior, prior_steps, cur, cur_steps = _planted()
     prior, cur = prior.assign(split=prior_split), cur.assign(split=cur_split)
     eligible = np.ones(len(cur), dtype=bool)
-    near = near_duplicate_marks(cur, cur_steps, cur_steps["near"], eligible, pd.Series(dtype=float), NearDupConfig())
+    num_perm = NearDupConfig().num_perm
+    calls = CallSignatures.of(cur, cur_steps, cur_steps["near"], num_perm)
+    near = near_duplicate_marks(cur, calls, eligible, pd.Series(dtype=float), NearDupConfig())
     assert near["passed"].all()  # distinct tasks within the round
-    return cross_split_marks(near, cur, cur_steps, cur_steps["near"], eligible, pd.Series(dtype=float), NearDupConfig(),
-                             prior, prior_steps, prior_steps["near"])
+    return cross_split_marks(near, cur, calls, eligible, pd.Series(dtype=float), NearDupConfig(),
+                             prior, CallSignatures.of(prior, prior_steps, prior_steps["near"], num_perm))
 
 
 def test_a_repeat_of_an_old_episode_of_another_split_is_a_near_duplicate_of_it():

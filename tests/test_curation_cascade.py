@@ -11,10 +11,10 @@ import pytest
 from curation.cascade import STEPS, run_cascade
 from curation.checks import exact_key
 from curation.cost_select import selection_marks
-from curation.frame import episode_frame, step_frame
+from curation.frame import episode_frame, step_frame, task_lookup
 from curation.heuristics import heuristic_marks
 from curation.pii import Scrubber, pii_marks
-from curation.routing import routing_marks
+from curation.routing import routing_marks, sensitive_calls
 from curation.schema_check import schema_marks
 from curation.signatures import call_columns, exact_keys
 from flows import stages
@@ -130,8 +130,8 @@ def test_routing_sends_external_and_permission_episodes_and_a_stable_sample():
     eps = _episodes([{"episode_id": f"e{i}", "family": "F0" + str(i % 3)} for i in range(60)])
     eps.loc[0, "source"] = "external"
     steps = _steps([_call("e1", 0, "device_grant_permission", {"app": "x"})])
-    marks = routing_marks(eps, steps, np.ones(60, dtype=bool), set(), rate=0.1)
-    again = routing_marks(eps, steps, np.ones(60, dtype=bool), set(), rate=0.1)
+    marks = routing_marks(eps, sensitive_calls(steps), np.ones(60, dtype=bool), set(), rate=0.1)
+    again = routing_marks(eps, sensitive_calls(steps), np.ones(60, dtype=bool), set(), rate=0.1)
     by = marks.set_index("episode_id")
     assert "external import" in by.loc["e0", "reason"] and "permission" in by.loc["e1", "reason"]
     assert (marks["mark"] == "sampled").sum() >= 3  # at least one per stratum
@@ -142,7 +142,7 @@ def test_routing_sends_external_and_permission_episodes_and_a_stable_sample():
 def test_routing_sends_a_failure_curriculums_episodes_to_people_and_no_other_family():
     eps = _episodes([{"episode_id": f"e{i}", "family": "F03" if i < 3 else "F01"} for i in range(6)])
     steps = _steps([_call(f"e{i}", 0, "contacts_search", {}) for i in range(6)])
-    by = routing_marks(eps, steps, np.ones(6, dtype=bool), set(), rate=0.0,
+    by = routing_marks(eps, sensitive_calls(steps), np.ones(6, dtype=bool), set(), rate=0.0,
                        curriculum_families=frozenset({"F03"})).set_index("episode_id")
     assert (by.loc[["e0", "e1", "e2"], "mark"] == "needs_review").all()
     assert by.loc[["e0", "e1", "e2"], "reason"].str.contains("failure curriculum").all()
@@ -161,7 +161,7 @@ def test_routing_follows_each_tools_declared_side_effect_not_its_name():
              "e4": "messages_send", "e5": "contacts_search"}
     eps = _episodes([{"episode_id": e} for e in calls])
     steps = _steps([_call(e, 0, tool, {}) for e, tool in calls.items()])
-    by = routing_marks(eps, steps, np.ones(len(calls), dtype=bool), set(), rate=0.0).set_index("episode_id")
+    by = routing_marks(eps, sensitive_calls(steps), np.ones(len(calls), dtype=bool), set(), rate=0.0).set_index("episode_id")
     for eid in ("e0", "e2", "e4"):
         assert "sensitive tool called: " + calls[eid] in by.loc[eid, "reason"], by.loc[eid, "reason"]
     for eid in ("e1", "e3", "e5"):  # read-only, even in the wallet app
@@ -242,7 +242,7 @@ def test_a_task_row_that_is_no_task_fails_its_own_episodes_replay_only(curated, 
 
     store, round_id = curated
     inp = cascade_input(store, round_id)
-    table = inp.tasks.table
+    table = task_lookup(store.duck(), round_id).table
     bad = table["task_id"][3].as_py()
     faults = [('"not a list"' if tid == bad else f) for tid, f in zip(table["task_id"].to_pylist(),
                                                                        table["faults"].to_pylist(), strict=True)]
@@ -308,7 +308,7 @@ def test_task_groups_reach_workers_as_their_own_rows(curated):
     import pickle
 
     store, round_id = curated
-    tasks = cascade_input(store, round_id).tasks
+    tasks = task_lookup(store.duck(), round_id)
     ids = list(tasks)
     groups = [ids[:2], ids[1:4]] + [[t] for t in ids[4:]]  # a task may sit in two chunks
     parts = tasks.split(groups)
@@ -319,3 +319,49 @@ def test_task_groups_reach_workers_as_their_own_rows(curated):
         assert len(pickle.dumps(part)) < whole / 4  # a slice pickled as such would carry every row
         assert back.specs() == {t: tasks[t] for t in group}
     assert tasks.split([]) == []
+
+
+def test_a_round_curated_a_chunk_of_tasks_at_a_time_gets_the_marks_it_gets_at_once(curated):
+    """A large round's per-episode checks run a chunk of whole tasks at a time, its steps read per
+    chunk; duplicates still cross chunks: copies of episodes under tasks of their own (the last chunk)
+    are exact duplicates of originals in the first, and near duplicates pair tasks of other chunks."""
+    from curation.cascade import CascadeConfig, task_chunks
+
+    store, round_id = curated
+    inp = cascade_input(store, round_id)
+    ep = inp.episodes
+    src = ep.drop_duplicates("task_id").iloc[:3]
+    copies = src.assign(episode_id=["zz-copy-" + e for e in src["episode_id"]],
+                        task_id=["zz-task-" + t for t in src["task_id"]])
+    inp.episodes = pd.concat([ep, copies], ignore_index=True).sort_values("episode_id", ignore_index=True)
+    tasks = task_lookup(store.duck(), round_id)
+    inp.tasks = {**tasks.specs(), **{c: tasks[t] for c, t in zip(copies["task_id"], src["task_id"])}}
+    read, original = [], inp.steps_of
+
+    def steps_of(ids):  # a copy's steps are its original's
+        read.append(len(ids))
+        wanted = set(ids)
+        steps = original(sorted({i.removeprefix("zz-copy-") for i in ids}))
+        copied = steps[("zz-copy-" + steps["episode_id"]).isin(wanted)].assign(
+            episode_id=lambda f: "zz-copy-" + f["episode_id"])
+        steps = pd.concat([steps[steps["episode_id"].isin(wanted)], copied])
+        return steps.sort_values(["episode_id", "index"], ignore_index=True)
+
+    inp.steps_of = steps_of
+    whole = run_cascade(inp).marks
+    chunked = run_cascade(inp, CascadeConfig(chunk_episodes=20)).marks
+    chunks = task_chunks(inp.episodes, 20)
+    assert len(chunks) > 4 and read[0] == len(inp.episodes) and max(read[1:]) < 40  # whole tasks: ~20 a chunk
+
+    def by_check(marks):
+        return marks.sort_values(["check", "episode_id"], ignore_index=True)
+
+    pd.testing.assert_frame_equal(by_check(whole), by_check(chunked))
+    chunk_of = {e: i for i, rows in enumerate(chunks) for e in inp.episodes["episode_id"].iloc[rows]}
+    exact = chunked[chunked["check"] == "exact_duplicate"].set_index("episode_id")
+    for copy, orig in zip(copies["episode_id"], src["episode_id"]):
+        assert exact.loc[copy, "mark"] == "duplicate" and chunk_of[copy] != chunk_of[orig]
+        assert json.loads(exact.loc[copy, "detail"])["duplicate_of"] == orig
+    near = chunked[(chunked["check"] == "near_duplicate") & (chunked["mark"] == "near_duplicate")]
+    pairs = [(e, json.loads(d)["duplicate_of"]) for e, d in zip(near["episode_id"], near["detail"])]
+    assert any(chunk_of[a] != chunk_of[b] for a, b in pairs)

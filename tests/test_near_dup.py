@@ -11,11 +11,16 @@ import pandas as pd
 import pytest
 
 from curation.minhash import MinHasher, candidate_probability, char_ngram_hashes, optimal_bands
-from curation.near_dup import NearDupConfig, near_duplicate_marks
+from curation.near_dup import CallSignatures, NearDupConfig, near_duplicate_marks
 from curation.signatures import near_call, normalise_value
 from generators.phone.families import FAMILIES, get_family
 from generators.writers.template import TemplateWriter
 from warehouse.ids import canonical_json
+
+
+def _calls(episodes, steps):
+    """The signatures of the episodes' calls (``steps["near"]``: each step's near call)."""
+    return CallSignatures.of(episodes, steps, steps["near"], NearDupConfig().num_perm)
 
 
 def _episode(eid, task, instruction, actions):
@@ -66,7 +71,7 @@ def planted():
 def test_planted_near_duplicates_are_found_with_few_false_positives(planted):
     episodes, steps, truth = planted
     marks = near_duplicate_marks(
-        episodes, steps, steps["near"], np.ones(len(episodes), dtype=bool), pd.Series(dtype=float), NearDupConfig()
+        episodes, _calls(episodes, steps), np.ones(len(episodes), dtype=bool), pd.Series(dtype=float), NearDupConfig()
     )
     detail = dict(zip(marks["episode_id"], marks["detail"]))
     cluster = {}
@@ -132,8 +137,8 @@ def test_near_duplicates_of_earlier_rounds_point_to_the_earlier_episode(planted)
     prior_steps = steps[steps["episode_id"].str.startswith("b")].reset_index(drop=True)
     cur_steps = steps[steps["episode_id"].str.startswith("p")].reset_index(drop=True)
     marks = near_duplicate_marks_with_history(
-        cur_eps, cur_steps, cur_steps["near"], np.ones(len(cur_eps), dtype=bool), pd.Series(dtype=float),
-        NearDupConfig(), prior_eps, prior_steps, prior_steps["near"],
+        cur_eps, _calls(cur_eps, cur_steps), np.ones(len(cur_eps), dtype=bool), pd.Series(dtype=float),
+        NearDupConfig(), prior_eps, _calls(prior_eps, prior_steps),
     )
     assert marks["episode_id"].tolist() == cur_eps["episode_id"].tolist()  # only this round is marked
     dup_of = {e: json.loads(d).get("duplicate_of") for e, d in zip(marks["episode_id"], marks["detail"])}
@@ -173,7 +178,7 @@ def _frames(rows):
 
 
 def _clusters(episodes, steps, embed=None):
-    marks = near_duplicate_marks(episodes, steps, steps["near"], np.ones(len(episodes), dtype=bool),
+    marks = near_duplicate_marks(episodes, _calls(episodes, steps), np.ones(len(episodes), dtype=bool),
                                  pd.Series(dtype=float), NearDupConfig(), embed=embed)
     return {e: (json.loads(d)["cluster"] if m in ("kept", "near_duplicate") else e)
             for e, m, d in zip(marks["episode_id"], marks["mark"], marks["detail"])}

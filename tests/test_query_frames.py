@@ -74,6 +74,7 @@ def test_what_the_cascade_reads_is_what_df_reads(tmp_path, monkeypatch):
     for round_id in ("r0001", "r0002"):  # the second round has earlier representatives to read too
         inp = cascade_input(store, round_id)
         inp.fetch_results(inp.episodes["episode_id"].tolist())
+        inp.steps_of(inp.episodes["episode_id"].tolist()[:5])  # the cascade reads steps a chunk at a time
         assert len(inp.episodes) >= 24 if round_id == "r0001" else len(inp.episodes) == 3
     # episodes, steps, results per round; each round's earlier representatives in two reads (the last rounds'
     # and the older ones': cross-split checks reach every round)

@@ -14,7 +14,6 @@ from prefect.cache_policies import NO_CACHE
 
 from curation.cascade import STEPS, CascadeConfig, CascadeInput, run_cascade
 from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
-from curation.marking import to_arrow
 from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
 from flows.model_setup import engine_for
@@ -110,10 +109,11 @@ def cascade_input(store: Store, round_id: str, settings: Settings | None = None)
     known = {t for (t,) in con.execute(
         "SELECT DISTINCT json_extract_string(o.failure, '$.type') FROM outcomes o JOIN episodes e USING (episode_id) "
         "WHERE e.round_id <> ? AND o.failure IS NOT NULL", [round_id]).fetchall() if t}
-    tasks = task_lookup(con, round_id)
     history = settings.curation.near_dup_history_rounds if settings is not None else 3
     return CascadeInput(
-        episodes=episode_frame(con, round_id), steps=step_frame(con, round_id), tasks=tasks,
+        # steps and tasks are read a chunk of episodes at a time (a large round's would not fit in memory at once)
+        episodes=episode_frame(con, round_id), steps=None, tasks=None,
+        steps_of=lambda ids: step_frame(con, round_id, ids), tasks_of=lambda ids: task_lookup(con, round_id, ids),
         prior_exact=prior, known_failure_types=known, fetch_results=lambda ids: step_results(con, ids),
         judges=judges_from(settings, store, round_id),
         prior_near=prior_representatives(con, round_id, history) if history else None,
@@ -144,8 +144,8 @@ def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settin
     finally:
         close_judges(list(inputs.judges))
     killpoints.reached("curate.marked")
-    store.commit_tables(round_id, key, {"marks": to_arrow(result.marks)})
-    return {"marks": len(result.marks), "funnel": result.funnel, "seconds": result.seconds}
+    store.commit_tables(round_id, key, {"marks": result.table})
+    return {"marks": result.table.num_rows, "funnel": result.funnel, "seconds": result.seconds}
 
 
 def curate_round(store: Store, round_id: str, settings: Settings | None = None,
