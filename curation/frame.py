@@ -40,7 +40,7 @@ EPISODE_COLUMNS = """
     e.model, e.rollout, e.source, e.schema_version,
     o.episode_id IS NOT NULL AS has_outcome, o.termination, o.finish_status, o.success, o.progress,
     o.final_state_hash, o.steps AS outcome_steps, o.tool_calls, o.prompt_tokens, o.completion_tokens,
-    o.final_answer, o.claims, o.minefields_hit,
+    o.claims,
     json_extract_string(o.failure, '$.type') AS failure_type,
     t.task_id IS NOT NULL AS has_task, t.difficulty, t.step_budget, t.optimal_steps, t.seed,
     t.public_params AS task_values,

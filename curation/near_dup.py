@@ -37,6 +37,7 @@ other member points to it by its stable episode id.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
@@ -77,35 +78,36 @@ BANDS_SPREAD_FROM = 200_000
 
 
 def _band_pairs(columns: list[np.ndarray]) -> list[np.ndarray]:
-    """Per band (one column of bucket keys), the (i, j) pairs that share a bucket: neighbours
-    in bucket order plus each member with its bucket's first (enough to connect every bucket)."""
+    """Per band (one column of bucket keys), the pairs that share a bucket, each ``i * n + j`` (i < j,
+    sorted, once): neighbours in bucket order plus each member with its bucket's first (enough to
+    connect every bucket)."""
     out = []
     for column in columns:
-        pos = np.arange(len(column))
+        n = len(column)
+        pos = np.arange(n)
         order = np.argsort(column, kind="stable")
         k = column[order]
         same_as_prev = np.r_[False, k[1:] == k[:-1]]
         members = np.flatnonzero(same_as_prev)
         group_start = np.maximum.accumulate(np.where(~same_as_prev, pos, 0))
         far = members[members - 1 != group_start[members]]
-        out.append(np.concatenate([np.stack([order[members - 1], order[members]], axis=1),  # chain
-                                   np.stack([order[group_start[far]], order[far]], axis=1)]))  # star
+        a = np.concatenate([order[members - 1], order[group_start[far]]]).astype(np.int64)  # chain, then star
+        b = np.concatenate([order[members], order[far]]).astype(np.int64)
+        out.append(np.unique(np.minimum(a, b) * n + np.maximum(a, b)))
     return out
 
 
 def _candidate_pairs(keys: np.ndarray, executor: Executor | None = None) -> np.ndarray:
     """(i, j) pairs, i < j, that share a bucket in any band (searched band by band, on
-    ``executor``'s workers for a large round)."""
+    ``executor``'s workers for a large round). The bands' pairs are merged one band at a time:
+    most repeat from band to band, so the merged set stays near one band's size."""
     n, bands = keys.shape
     columns = [np.ascontiguousarray(keys[:, b]) for b in range(bands)]
     out = map_chunks(_band_pairs, columns, workers=1, chunk=1, least=2,
                      executor=executor if n >= BANDS_SPREAD_FROM else None)
-    out = [p for p in out if len(p)]
-    if not out:
-        return np.zeros((0, 2), dtype=np.int64)
-    pairs = np.concatenate(out)
-    pairs = np.sort(pairs, axis=1)
-    pairs = np.unique(pairs[:, 0].astype(np.int64) * n + pairs[:, 1])
+    pairs = np.zeros(0, dtype=np.int64)
+    while out:
+        pairs = np.union1d(pairs, out.pop())
     return np.stack([pairs // n, pairs % n], axis=1)
 
 
@@ -191,41 +193,49 @@ class InstructionSignatures:
         self.codes, distinct = pd.factorize(episodes["instruction"].fillna(""))
         self.texts = list(distinct)
         self.hasher, self.ngram = hasher, ngram
-        self.sig = np.empty((len(self.texts), hasher.num_perm), dtype=np.uint32)
-        self.made = np.zeros(len(self.texts), dtype=bool)
+        self.slot = np.full(len(self.texts), -1, dtype=np.int64)  # a text's row in ``sig`` once made
+        self.sig = np.empty((0, hasher.num_perm), dtype=np.uint32)
 
     def __getitem__(self, rows: np.ndarray) -> np.ndarray:
         codes = self.codes[rows]
-        need = np.unique(codes[~self.made[codes]])
+        need = np.unique(codes[self.slot[codes] < 0])
         if len(need):
             grams, owner = char_ngram_hashes([normalise_instruction(self.texts[i]) for i in need.tolist()], self.ngram)
-            self.sig[need] = self.hasher.signatures(grams, owner, len(need))
-            self.made[need] = True
-        return self.sig[codes]
+            self.slot[need] = np.arange(len(self.sig), len(self.sig) + len(need))
+            self.sig = np.concatenate([self.sig, self.hasher.signatures(grams, owner, len(need))])
+        return self.sig[self.slot[codes]]
 
 
 class _Meaning:
-    """Same-meaning decisions for pairs, embedding each distinct instruction once, on demand."""
+    """Same-meaning decisions for pairs, embedding the instructions of a block of pairs at a time (a
+    large round's vectors at once would not fit in memory)."""
+
+    BLOCK = 100_000  # pairs
 
     def __init__(self, episodes: pd.DataFrame, embed: Embed | None, threshold: float):
-        self.texts = episodes["instruction"].fillna("").astype(str).to_numpy()
+        self.instructions = episodes["instruction"].to_numpy()
         fam = episodes["family"] if "family" in episodes else pd.Series([""] * len(episodes))
         self.families = fam.fillna("").astype(str).to_numpy()
         self.embed, self.threshold = embed, threshold
-        self.vectors: dict[str, np.ndarray] = {}
         self.statements: dict[int, Statement] = {}
+
+    def text(self, i: int) -> str:
+        """Episode row ``i``'s instruction ("" when it has none)."""
+        t = self.instructions[i]
+        return t if isinstance(t, str) else ""
 
     def __call__(self, pairs: np.ndarray) -> np.ndarray:
         if self.embed is None or not len(pairs):
             return np.zeros(len(pairs), dtype=bool)
+        return np.concatenate([self._block(pairs[s : s + self.BLOCK]) for s in range(0, len(pairs), self.BLOCK)])
+
+    def _block(self, pairs: np.ndarray) -> np.ndarray:
         needed = np.unique(pairs.ravel())
-        texts = self.texts[needed]
-        missing = list(dict.fromkeys(t for t in texts.tolist() if t not in self.vectors))
-        if missing:
-            self.vectors.update(zip(missing, self.embed(missing)))
-        vec = np.stack([self.vectors[t] for t in texts.tolist()])
+        texts = [self.text(i) for i in needed.tolist()]
+        codes, distinct = pd.factorize(pd.Series(texts, dtype=object))  # each distinct text embedded once
+        vec = self.embed(list(distinct))[codes]
         local = np.searchsorted(needed, pairs)
-        return same_meaning(texts.tolist(), self.families[needed].tolist(), vec, local, self.threshold)
+        return same_meaning(texts, self.families[needed].tolist(), vec, local, self.threshold)
 
     def anchors_ok(self, pairs: np.ndarray) -> np.ndarray:
         """Per pair: the instructions state the same values (their anchors agree)."""
@@ -233,7 +243,7 @@ class _Meaning:
 
         def of(i: int) -> Statement:
             if i not in memo:
-                memo[i] = statement(self.texts[i])
+                memo[i] = statement(self.text(i))
             return memo[i]
 
         return np.array([anchors_agree(of(i), of(j)) for i, j in pairs.tolist()], dtype=bool)
@@ -270,10 +280,10 @@ def values_differ(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return np.array([x is not None and y is not None and x != y for x, y in zip(a.tolist(), b.tolist(), strict=True)], dtype=bool)
 
 
-def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, texts: np.ndarray,
+def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarray, text: Callable[[int], str],
                       max_group: int) -> np.ndarray:
     """All pairs among ``idx`` with identical calls and family (groups larger than ``max_group``
-    are split further by their exact anchors)."""
+    are split further by the exact anchors of their ``text``)."""
     if len(idx) < 2:
         return np.zeros((0, 2), dtype=np.int64)
     keys = pd.Series([families[i] + "\x00" + call_sig[i].tobytes().hex() for i in idx.tolist()])
@@ -284,7 +294,7 @@ def _low_signal_pairs(call_sig: np.ndarray, idx: np.ndarray, families: np.ndarra
             continue
         groups = [members]
         if len(members) > max_group:
-            sub = pd.Series([" ".join(sorted(anchors(texts[i]))) for i in members.tolist()])
+            sub = pd.Series([" ".join(sorted(anchors(text(i)))) for i in members.tolist()])
             groups = [members[np.asarray(g)] for g in sub.groupby(sub).groups.values() if len(g) > 1]
         for g in groups:
             a, b = np.triu_indices(len(g), 1)
@@ -320,7 +330,7 @@ def near_duplicate_marks(
     if len(pairs):  # calls with little signal: the instruction decides (below)
         pairs = pairs[informative[pairs[:, 0]] | informative[pairs[:, 1]]]
     low = _low_signal_pairs(call_sig, np.flatnonzero(eligible & has_calls & ~informative), meaning.families,
-                            meaning.texts, config.max_group)
+                            meaning.text, config.max_group)
     task = episodes["task_id"].to_numpy()
     # success, failure and unknown (no reward) are three outcomes: only like pairs with like
     success = episodes["success"].astype("Float64").fillna(-1.0).to_numpy(dtype=float)
@@ -352,17 +362,19 @@ def near_duplicate_marks(
         np.maximum.at(best_score, hits[:, 1], score[score >= config.threshold])
     root = _components(len(episodes), hits)
     anchor = anchors if anchors is not None else np.zeros(len(episodes), dtype=bool)
+    size = np.bincount(root, minlength=len(episodes))[root]
+    member = np.flatnonzero(size > 1)  # a cluster's keeper is chosen among its members only
     hardness = pd.DataFrame({
-        "root": root,
-        "anchor": ~anchor,
-        "difficulty": -episodes["difficulty"].fillna(1).to_numpy(),
-        "rate": task_success_rate.reindex(episodes["task_id"]).fillna(0).to_numpy(),
-        "steps": -episodes["n_steps"].fillna(0).to_numpy(),
-        "eid": episodes["episode_id"].to_numpy(),
+        "root": root[member],
+        "anchor": ~anchor[member],
+        "difficulty": -episodes["difficulty"].fillna(1).to_numpy()[member],
+        "rate": task_success_rate.reindex(episodes["task_id"].iloc[member]).fillna(0).to_numpy(),
+        "steps": -episodes["n_steps"].fillna(0).to_numpy()[member],
+        "eid": episodes["episode_id"].to_numpy()[member],
     })
     keeper = hardness.sort_values(["root", "anchor", "difficulty", "rate", "steps", "eid"]).groupby("root")["eid"].first()
-    kept_id = keeper.reindex(root).to_numpy()
-    size = pd.Series(root).map(pd.Series(root).value_counts()).to_numpy()
+    kept_id = np.full(len(episodes), None, dtype=object)
+    kept_id[member] = keeper.reindex(root[member]).to_numpy()
     eids = episodes["episode_id"].to_numpy()
     mark, passed, reason, detail = [], [], [], []
     for i in range(len(episodes)):
