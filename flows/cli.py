@@ -654,6 +654,11 @@ _register_label_studio_commands(
 )
 
 
+from flows.learner_cmd import register as _register_learner_commands  # noqa: E402
+
+_register_learner_commands(app, out, err)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)

@@ -1,0 +1,180 @@
+"""SFT with LoRA through TRL's ``SFTTrainer`` on a ``trl`` export's train split, on the CPU.
+
+The export is loaded as a user's trainer loads it (``datasets`` through its dataset card) and
+trained the way its rows are meant to be: the loss falls only on each row's completion
+(``completion_only_loss``: turns a reviewer masked sit in the prompt) and, inside a completion, only
+on what the assistant wrote (``assistant_only_loss`` with our template's generation markers: tool
+results do not train, the end-of-turn token does). Rows are truncated to ``max_length`` tokens with
+their masks cut alike; a row whose prompt alone fills ``max_length`` has nothing left to train and
+is left out (and counted). The LoRA adapter is merged into the base and saved, with the tokenizer
+and our template, as a plain model folder that ``flywheel serve-model`` serves.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generators.learner.base_model import load_model
+from generators.learner.data import export_manifest, load_split, trl_export_dir
+from warehouse.errors import InputError
+
+REPORT_FILE = "training.json"
+IGNORED = -100  # the label of a token that carries no loss
+MIN_TRAINABLE = 8  # tokens of completion a truncated row must keep to be worth a step
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    max_length: int = 1024  # tokens per row after truncation (a row is ~600-2,000 with its tools)
+    epochs: float = 1.0
+    max_steps: int = -1  # optimizer steps; overrides epochs when positive
+    learning_rate: float = 1e-3  # LoRA on a 135M model learns a new output format fast at this rate
+    lora_rank: int = 16
+    batch_size: int = 1
+    grad_accum: int = 4
+    max_rows: int | None = None  # the first N rows after a seeded shuffle
+    seed: int = 0
+    threads: int | None = None
+
+
+@dataclass
+class TrainReport:
+    export: str
+    base: str
+    out: str
+    config: dict[str, Any]
+    release: str | None = None
+    rows: int = 0  # rows trained on
+    rows_too_long: int = 0  # rows whose prompt alone filled max_length
+    tokens: int = 0  # tokens in the trained rows, after truncation
+    trained_tokens: int = 0  # of those, tokens that carry loss
+    steps: int = 0
+    losses: list[float] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens * max(self.config.get("epochs", 1.0), 0) / self.seconds["train"] if self.seconds.get("train") else 0.0
+
+
+def _trainable_rows(dataset: Any, tokenizer: Any, max_length: int) -> tuple[Any, int]:
+    """``dataset`` without rows whose prompt leaves fewer than MIN_TRAINABLE tokens of ``max_length``."""
+    def fits(row: dict[str, Any]) -> bool:
+        prompt = tokenizer.apply_chat_template(row["prompt"], tools=row["tools"], add_generation_prompt=True,
+                                               return_dict=True)["input_ids"]
+        return len(prompt) + MIN_TRAINABLE <= max_length
+    keep = [i for i, row in enumerate(dataset) if fits(row)]
+    return dataset.select(keep), len(dataset) - len(keep)
+
+
+class _Steps:
+    """A TrainerCallback (built lazily: transformers is optional) that reports each optimizer step."""
+
+    def __new__(cls, on_step: Callable[[int, int, float | None], None], losses: list[float]):
+        from transformers import TrainerCallback  # deferred: the train extra
+
+        class StepReport(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):  # every step: logging_steps=1
+                if logs and "loss" in logs:
+                    losses.append(float(logs["loss"]))
+                    on_step(state.global_step, state.max_steps, losses[-1])
+
+        return StepReport()
+
+
+def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
+                  on_step: Callable[[int, int, float | None], None] | None = None) -> tuple[Any, TrainReport]:
+    """The SFT trainer over ``export``'s train split (not yet trained) and the report it fills."""
+    from peft import LoraConfig  # deferred: the train extra
+    from transformers import PrinterCallback
+    from trl import SFTConfig, SFTTrainer
+
+    folder = trl_export_dir(export)
+    release = (export_manifest(folder).get("release") or {}).get("id")
+    report = TrainReport(export=str(folder), base=str(base), out="", config=asdict(config), release=release)
+    start = time.perf_counter()
+    tokenizer, model = load_model(base, threads=config.threads)
+    report.seconds["load"] = round(time.perf_counter() - start, 1)
+    dataset = load_split(folder, "train").shuffle(seed=config.seed)
+    if config.max_rows:
+        dataset = dataset.select(range(min(config.max_rows, len(dataset))))
+    dataset, report.rows_too_long = _trainable_rows(dataset, tokenizer, config.max_length)
+    if not len(dataset):
+        raise InputError(f"no train row of {folder} fits in --max-length {config.max_length} tokens "
+                         f"({report.rows_too_long} rows' prompts alone are longer)")
+    args = SFTConfig(
+        output_dir=str(work_dir), max_length=config.max_length, truncation_mode="keep_start",
+        completion_only_loss=True, assistant_only_loss=True, num_train_epochs=config.epochs,
+        max_steps=config.max_steps, learning_rate=config.learning_rate, lr_scheduler_type="constant",
+        per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
+        logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
+        disable_tqdm=True, seed=config.seed, data_seed=config.seed, dataloader_num_workers=0,
+        shuffle_dataset=False,
+    )
+    lora = LoraConfig(r=config.lora_rank, lora_alpha=2 * config.lora_rank, lora_dropout=0.0,
+                      target_modules="all-linear", task_type="CAUSAL_LM")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                             peft_config=lora)
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(_Steps(on_step or (lambda *_: None), report.losses))
+    processed = trainer.train_dataset
+    report.rows = len(processed)
+    for labels in processed["labels"]:
+        report.tokens += len(labels)
+        report.trained_tokens += sum(1 for label in labels if label != IGNORED)
+    return trainer, report
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """``tmp`` becomes ``out`` (a model folder someone may be serving is replaced only once the new one is whole)."""
+    old = out.with_name(f".{out.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        out.rename(old)
+    tmp.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def train(export: Path, out: Path, base: Path, config: TrainConfig,
+          on_step: Callable[[int, int, float | None], None] | None = None) -> TrainReport:
+    """Fine-tune ``base`` on ``export``; the merged model lands in ``out`` whole (killed midway,
+    nothing is left in ``out`` but what was there before; a rerun starts the training again)."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):  # a killed run's half-written folder
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = out.with_name(f".{out.name}.tmp-{int(time.time() * 1000)}")
+    tmp.mkdir()
+    try:
+        trainer, report = build_trainer(export, base, config, tmp / "trainer", on_step)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trainer.train()
+        report.steps = trainer.state.global_step
+        report.seconds["train"] = round(time.perf_counter() - start, 1)
+        start = time.perf_counter()
+        merged = trainer.model.merge_and_unload()
+        shutil.rmtree(tmp / "trainer", ignore_errors=True)
+        merged.save_pretrained(tmp)
+        trainer.processing_class.save_pretrained(tmp)
+        report.seconds["save"] = round(time.perf_counter() - start, 1)
+        report.out = str(out)
+        (tmp / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
+        _publish(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return report
