@@ -9,9 +9,11 @@ gets one mark per step, and the funnel counts what each step marked.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +37,7 @@ from curation.semantic import Embed
 from curation.signatures import call_columns, exact_keys
 from curation.steps import GATING, STEPS
 from warehouse.contract import TaskSpec
+from warehouse.schemas import TABLES
 
 # the checks whose failure keeps an episode out of SFT exports, in cascade order
 
@@ -74,15 +77,21 @@ class CascadeInput:
     tasks_of: Callable[[list[str]], Mapping[str, TaskSpec]] | None = None  # ... and the tasks of the given ids
 
 
+MarkSink = Callable[[pa.Table], None]  # takes each table of marks as it is made (a shard writer)
+
+
 @dataclass
 class CascadeResult:
-    table: pa.Table  # the marks, in the warehouse's ``marks`` schema
+    table: pa.Table | None  # the marks, in the warehouse's ``marks`` schema (None: they went to a sink)
     funnel: dict
     seconds: dict[str, float]
+    rows: int = 0  # marks made
 
     @property
     def marks(self) -> pd.DataFrame:
         """The marks as a frame (one row per episode and check)."""
+        if self.table is None:
+            raise ValueError("this cascade's marks went to a sink")
         return self.table.to_pandas()
 
 
@@ -126,27 +135,27 @@ def task_chunks(episodes: pd.DataFrame, size: int) -> list[np.ndarray]:
 @dataclass
 class EpisodeChecks:
     """What the per-episode checks of a round leave for the round-wide ones (rows of the round's
-    episode frame); their marks are Arrow tables already."""
+    episode frame)."""
 
-    marks: dict[str, list[pa.Table]]
     sound: np.ndarray  # schema and replay passed
     heuristics_passed: np.ndarray
-    keys: np.ndarray  # exact-duplicate keys
-    calls: CallSignatures
+    keys: np.ndarray | None  # exact-duplicate keys (let go once that check is done)
+    calls: CallSignatures | None  # ... and call signatures (once the near-duplicate check is)
     touched: dict[str, list[str]]  # sensitive calls
     judges_disagree: np.ndarray | None
 
     @classmethod
     def empty(cls, n: int, config: CascadeConfig, judged: bool) -> EpisodeChecks:
-        return cls({}, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.empty(n, dtype=object),
+        return cls(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.empty(n, dtype=object),
                    CallSignatures.empty(n, config.near_dup.num_perm), {},
                    np.zeros(n, dtype=bool) if judged else None)
 
 
 def episode_checks(ep: pd.DataFrame, st: pd.DataFrame, inp: CascadeInput, config: CascadeConfig, timed,
-                   out: EpisodeChecks, rows: np.ndarray) -> None:
+                   out: EpisodeChecks, rows: np.ndarray, executor: Executor | None = None) -> dict[str, pa.Table]:
     """The checks that judge each episode on its own, for the episodes ``ep`` (rows ``rows`` of the
-    round's) and their steps ``st``, into ``out``."""
+    round's) and their steps ``st``: what the round-wide checks need goes into ``out``, the marks are
+    returned. ``executor``: where replay spreads (config.executor, or a pool the chunks share)."""
     marks: dict[str, pd.DataFrame] = {"verified": timed("verified", verified_marks, ep)}
     schema = marks["schema"] = timed("schema", schema_marks, ep, st)
     # every later step judges what the planner did: a sub-agent's own steps (``subagent:<name>``) are
@@ -161,8 +170,8 @@ def episode_checks(ep: pd.DataFrame, st: pd.DataFrame, inp: CascadeInput, config
     # replay is most of the work: when it runs in worker processes, the steps that do not need its marks
     # run here meanwhile (in this process, two busy threads would only take turns)
     with ThreadPoolExecutor(1, thread_name_prefix="replay") as pool:
-        spread = plan.spreads(config.workers, config.executor)
-        hashing = pool.submit(plan.hashes, inp.replay, config.workers, config.executor) if spread else None
+        spread = plan.spreads(config.workers, executor)
+        hashing = pool.submit(plan.hashes, inp.replay, config.workers, executor) if spread else None
         marks["heuristics"], _ = timed("heuristics", heuristic_marks, ep, st, calls, inp.fetch_results)
         out.keys[rows] = timed("exact_keys", exact_keys, ep, st, calls)
         marks["pii"] = timed("pii", pii_marks, ep, st, config.pii_kinds)
@@ -179,8 +188,7 @@ def episode_checks(ep: pd.DataFrame, st: pd.DataFrame, inp: CascadeInput, config
         usable = judged["mark"].isin(["judge_pass", "judge_fail"]).to_numpy()
         verified = ep["success"].fillna(False).to_numpy(dtype=bool)
         out.judges_disagree[rows] = usable & ((judged["mark"] == "judge_pass").to_numpy() != verified)
-    for name, frame in marks.items():
-        out.marks.setdefault(name, []).append(to_arrow(frame))
+    return {name: to_arrow(frame) for name, frame in marks.items()}
 
 
 class _Timer:
@@ -215,34 +223,106 @@ def _prior_calls(prior: tuple[pd.DataFrame, pd.DataFrame], num_perm: int) -> tup
     return episodes, CallSignatures.of(episodes, steps, call_columns(steps)["near_call"], num_perm)
 
 
+class _Marks:
+    """Where each table of marks goes as soon as it is made (``sink``, or kept for the result), and the
+    funnel counted on the way: no step's marks for a whole round are held at once."""
+
+    def __init__(self, episodes: int, sink: MarkSink | None):
+        self.episodes, self.sink = episodes, sink
+        self.kept: list[pa.Table] = []
+        self.counts: dict[tuple[str, str], int] = {}
+        self.failed = np.zeros(episodes, dtype=bool)  # by episode row: failed a gating check
+        self.rows = 0
+
+    def add(self, table: pa.Table, rows: np.ndarray | None = None) -> None:
+        """``table``'s marks, one per episode row of ``rows`` (None: every row, in order)."""
+        for row in table.group_by(["check", "mark"]).aggregate([([], "count_all")]).to_pylist():
+            key = (row["check"], row["mark"])
+            self.counts[key] = self.counts.get(key, 0) + int(row["count_all"])
+        if len(table) and table["check"][0].as_py() in GATING:
+            failed = ~table["passed"].to_numpy()
+            self.failed[np.flatnonzero(failed) if rows is None else rows[failed]] = True
+        self.rows += table.num_rows
+        if self.sink is not None:
+            self.sink(table)
+        else:
+            self.kept.append(table)
+
+    def funnel(self) -> dict:
+        by_step: dict[str, dict[str, int]] = {}
+        for (check, mark), n in sorted(self.counts.items()):
+            by_step.setdefault(check, {})[mark] = n
+        return {"in": self.episodes, "steps": {s: by_step[s] for s in STEPS if s in by_step},
+                "out": self.episodes - int(self.failed.sum())}
+
+    def table(self) -> pa.Table | None:
+        """The kept marks, step by step in cascade order (None when they went to the sink)."""
+        if self.sink is not None:
+            return None
+        if not self.kept:
+            return TABLES["marks"].schema.empty_table()
+        table = pa.concat_tables(self.kept)
+        rank = pc.index_in(table["check"], pa.array(STEPS))
+        return table.take(pc.sort_indices(pa.table({"rank": rank, "row": np.arange(len(table))}),
+                                          [("rank", "ascending"), ("row", "ascending")]))
+
+
+@contextmanager
+def _replay_pool(config: CascadeConfig, chunks: int) -> Iterator[Executor | None]:
+    """Where replay spreads: the configured executor (a cluster's); else, for a round of several chunks
+    on several workers, one pool of processes that every chunk shares (each starts in about a second)."""
+    if config.executor is not None or config.workers <= 1 or chunks <= 1:
+        yield config.executor
+        return
+    with ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+ROUND_WIDE = ("exact_duplicate", "near_duplicate", "selection", "routing")  # after the chunks, on the whole round
+
+
 def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
-                on_step: Callable[[str], None] | None = None) -> CascadeResult:
-    """Every step's marks for the episodes of ``inp``, and the funnel (``on_step`` hears each step's name).
+                on_progress: Callable[[int, int], None] | None = None, sink: MarkSink | None = None) -> CascadeResult:
+    """Every step's marks for the episodes of ``inp``, and the funnel.
 
     The checks that judge an episode on its own run a chunk of whole tasks at a time
     (``config.chunk_episodes``), each chunk's steps read and let go; the round-wide ones (exact and
     near duplicates, selection, routing) then run over the episodes with what those left: keys,
-    call signatures, pass/fail columns. Marks become Arrow columns as soon as a check is done."""
+    call signatures, pass/fail columns. Each chunk's marks, and each round-wide check's, go to
+    ``sink`` as they are made (without one they are kept, in cascade order, in the result's table).
+    ``on_progress(done, total)`` hears each chunk and each round-wide check end."""
     ep = inp.episodes.reset_index(drop=True)
     timed = _Timer()
+    out = _Marks(len(ep), sink)
     checks = EpisodeChecks.empty(len(ep), config, bool(inp.judges))
     chunks = task_chunks(ep, config.chunk_episodes)
-    for rows in chunks:
-        part = ep if len(chunks) == 1 else ep.iloc[rows].reset_index(drop=True)
-        episode_checks(part, _steps_of(inp, part, len(chunks) == 1).reset_index(drop=True), inp, config, timed,
-                       checks, rows)
-    tables: list[pa.Table] = []
+    done, total = 0, len(chunks) + len(ROUND_WIDE)
 
-    def done(name: str, frame: pd.DataFrame | None = None) -> None:
-        tables.extend(checks.marks.pop(name, []) if frame is None else [to_arrow(frame)])
-        if on_step is not None and name in STEPS:
-            on_step(name)
+    def progressed() -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
 
-    for name in ("verified", "schema", "replay", "heuristics"):
-        done(name)
+    with _replay_pool(config, len(chunks)) as executor:
+        for rows in chunks:
+            part = ep if len(chunks) == 1 else ep.iloc[rows].reset_index(drop=True)
+            marks = episode_checks(part, _steps_of(inp, part, len(chunks) == 1).reset_index(drop=True), inp, config,
+                                   timed, checks, rows, executor)
+            for name in STEPS:
+                if name in marks:
+                    out.add(marks.pop(name), rows)
+            progressed()
+
+    def done_with(frame: pd.DataFrame) -> None:
+        out.add(to_arrow(frame))
+        progressed()
+
     exact = timed("exact_duplicate", exact_duplicate_marks, ep, checks.keys, inp.prior_exact)
-    done("exact_duplicate", exact)
     eligible = checks.sound & exact["passed"].to_numpy()
+    done_with(exact)
+    del exact
+    checks.keys = None
     rate = ep.groupby("task_id")["success"].mean()
     nd = config.near_dup
     if inp.prior_near is not None and len(inp.prior_near[0]):
@@ -256,16 +336,15 @@ def run_cascade(inp: CascadeInput, config: CascadeConfig = CascadeConfig(),
         cross_ep, cross_calls = _prior_calls(inp.prior_cross, nd.num_perm)
         near = timed("near_duplicate_cross_split", cross_split_marks, near, ep, checks.calls, eligible, rate, nd,
                      cross_ep, cross_calls, inp.embed)
-    done("near_duplicate", near)
     eligible &= near["passed"].to_numpy()
-    done("selection", timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
-    done("pii")
-    done("judges")
-    done("routing", timed("routing", routing_marks, ep, checks.touched, checks.heuristics_passed, inp.known_failure_types,
-                          config.review_rate, judges_disagree=checks.judges_disagree,
-                          curriculum_families=inp.curriculum_families))
-    table = pa.concat_tables(tables)
-    return CascadeResult(table, funnel_from_marks(table, len(ep)), timed.seconds)
+    done_with(near)
+    del near
+    checks.calls = None  # the signatures' last reader was the near-duplicate step
+    done_with(timed("selection", selection_marks, ep, eligible, config.cost_tolerance))
+    done_with(timed("routing", routing_marks, ep, checks.touched, checks.heuristics_passed, inp.known_failure_types,
+                    config.review_rate, judges_disagree=checks.judges_disagree,
+                    curriculum_families=inp.curriculum_families))
+    return CascadeResult(out.table(), out.funnel(), timed.seconds, out.rows)
 
 
 def funnel_from_marks(table: pa.Table, episodes_in: int) -> dict:

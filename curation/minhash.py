@@ -106,14 +106,17 @@ def optimal_bands(threshold: float, num_perm: int, fp_weight: float = 0.5) -> tu
     return best
 
 
-def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """One 64-bit bucket key per (owner, band): shape (n_owners, bands)."""
-    keys = np.empty((sig.shape[0], bands), dtype=np.uint64)
+def band_keys(sig: np.ndarray, bands: int, rows: int, owners: np.ndarray | None = None) -> np.ndarray:
+    """One 64-bit bucket key per (owner, band): shape (n_owners, bands). ``owners``: the rows of ``sig``
+    to key (default all), taken a column at a time (a large round's signatures are not copied whole)."""
+    n = sig.shape[0] if owners is None else len(owners)
+    keys = np.empty((n, bands), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for b in range(bands):
-            h = np.full(sig.shape[0], np.uint64(1469598103934665603) + np.uint64(b))
+            h = np.full(n, np.uint64(1469598103934665603) + np.uint64(b))
             for r in range(rows):
-                h = (h ^ sig[:, b * rows + r].astype(np.uint64)) * np.uint64(1099511628211)
+                column = sig[:, b * rows + r] if owners is None else sig[owners, b * rows + r]
+                h = (h ^ column.astype(np.uint64)) * np.uint64(1099511628211)
             keys[:, b] = h
     return keys
 

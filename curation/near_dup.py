@@ -325,7 +325,7 @@ def near_duplicate_marks(
     meaning = _Meaning(episodes, embed, config.semantic_threshold)
     bands, rows = config.bands()
     idx = np.flatnonzero(eligible & has_calls)
-    keys = band_keys(call_sig[idx], bands, rows)
+    keys = band_keys(call_sig, bands, rows, idx)
     pairs = idx[_candidate_pairs(keys, executor)] if len(idx) else np.zeros((0, 2), dtype=np.int64)
     if len(pairs):  # calls with little signal: the instruction decides (below)
         pairs = pairs[informative[pairs[:, 0]] | informative[pairs[:, 1]]]

@@ -36,6 +36,12 @@ class StepProgress:
         if self._progress is not None:
             self._progress.advance(self._task, n)
 
+    def update(self, done: int, total: int) -> None:
+        """``done`` of ``total`` units (for work whose size is known only once it has begun)."""
+        self._total = total
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done, total=total)
+
     def __exit__(self, exc_type, *exc) -> None:
         if self._progress is not None:
             if exc_type is None:  # steps that had nothing to do still count as done

@@ -365,3 +365,56 @@ def test_a_round_curated_a_chunk_of_tasks_at_a_time_gets_the_marks_it_gets_at_on
     near = chunked[(chunked["check"] == "near_duplicate") & (chunked["mark"] == "near_duplicate")]
     pairs = [(e, json.loads(d)["duplicate_of"]) for e, d in zip(near["episode_id"], near["detail"])]
     assert any(chunk_of[a] != chunk_of[b] for a, b in pairs)
+
+
+def test_a_round_curated_in_chunks_streams_its_marks_and_is_heard_after_each_chunk(curated, tmp_path, monkeypatch):
+    """Each chunk's marks go to the shard as the chunk ends, replayed by one pool of worker processes
+    that every chunk shares: the shard holds the marks the round gets at once, the funnel is the
+    same, and progress is heard after every chunk (not only once all chunks are done)."""
+    import concurrent.futures
+
+    import pyarrow.parquet as pq
+
+    from curation import replay
+    from curation.cascade import ROUND_WIDE, CascadeConfig, funnel_from_marks, task_chunks
+    from warehouse.store import Store
+
+    store, round_id = curated
+    inp = cascade_input(store, round_id)
+    whole = run_cascade(inp)
+    monkeypatch.setattr(replay, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(replay, "CHUNK", 5)
+    pools = []
+
+    class CountedPool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, *args, **kw):
+            pools.append(1)
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr("curation.cascade.ProcessPoolExecutor", CountedPool)
+    heard = []  # marks written (their check) and progress, in order
+    other = Store(tmp_path / "data")
+    with other.streaming_shard(round_id, "streamed", "marks") as shard:
+        def sink(table):
+            heard.append(table["check"][0].as_py())
+            shard.write(table)
+
+        streamed = run_cascade(inp, CascadeConfig(chunk_episodes=30, workers=2),
+                               on_progress=lambda done, total: heard.append((done, total)), sink=sink)
+    (path, _), = other.recorded([round_id])["marks"]
+    back = pq.read_table(other.data_dir / path).to_pandas()
+
+    def by_check(marks):
+        return marks.sort_values(["check", "episode_id"], ignore_index=True)
+
+    pd.testing.assert_frame_equal(by_check(whole.marks), by_check(back))
+    assert streamed.table is None and streamed.rows == len(back)
+    assert streamed.funnel == whole.funnel == funnel_from_marks(whole.table, len(inp.episodes))
+    chunks = len(task_chunks(inp.episodes, 30))
+    total = chunks + len(ROUND_WIDE)
+    per_chunk = ["verified", "schema", "replay", "heuristics", "pii"]
+    assert chunks > 3 and heard == [  # nothing waits for the whole round
+        *(x for i in range(1, chunks + 1) for x in [*per_chunk, (i, total)]),
+        *(x for i, check in enumerate(ROUND_WIDE, chunks + 1) for x in [check, (i, total)])]
+    assert len(pools) == 1

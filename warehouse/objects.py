@@ -26,6 +26,15 @@ def data_checksum(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def file_checksum(path: Path, block: int = 1 << 20) -> str:
+    """:func:`data_checksum` of a file's bytes, read a block at a time."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while data := fh.read(block):
+            digest.update(data)
+    return digest.hexdigest()
+
+
 def is_object_url(data_dir: Path | str) -> bool:
     """True for an ``s3://`` data directory (settings give it as a str, a local one as a Path)."""
     return isinstance(data_dir, str) and data_dir.startswith("s3://")
@@ -49,6 +58,14 @@ class ObjectStore(Protocol):
     def put(self, relpath: str, data: bytes) -> None:
         """Store ``data`` as the object ``relpath`` whole or not at all. Passes the kill point
         ``shard.written`` once the bytes are written and before the object is in place."""
+
+    def staging(self, relpath: str) -> Path:
+        """A local file to write the object ``relpath``'s bytes into before :meth:`put_file` (a large object
+        written in parts); a local directory's is the object's temporary name, which orphan removal knows."""
+
+    def put_file(self, relpath: str, path: Path) -> None:
+        """Like :meth:`put`, for the bytes of the local file ``path`` (from :meth:`staging`), which is
+        gone afterwards (moved into place, or uploaded and removed)."""
 
     def list(self, prefix: str) -> list[str]:
         """Every object under ``prefix`` (relative paths), including unfinished local temporaries; a local
@@ -100,6 +117,25 @@ class LocalObjects:
             os.replace(tmp, final)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
+            raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
+
+    def staging(self, relpath: str) -> Path:
+        final = self.root / relpath
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
+        return final.with_name(f"{final.name}{TMP_MARK}{os.getpid()}")
+
+    def put_file(self, relpath: str, path: Path) -> None:
+        final = self.root / relpath
+        try:
+            with open(path, "rb+") as fh:
+                os.fsync(fh.fileno())
+            killpoints.reached("shard.written")
+            os.replace(path, final)
+        except OSError as exc:
+            Path(path).unlink(missing_ok=True)
             raise StorageError(f"cannot write shard {final}: {exc.strerror or exc}") from exc
 
     def list(self, prefix: str) -> list[str]:

@@ -23,6 +23,9 @@ def connect(files_by_table: dict[str, list[str]]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per warehouse table over its local shard files
     (see Store.readable: a bucket's shards are read from their local copies)."""
     con = duckdb.connect(":memory:")
+    # DuckDB's allocator keeps what a large query freed (a million episodes' frame: about a GiB) unless
+    # a background thread hands it back to the system (each connection here is a database of its own)
+    con.execute("SET allocator_background_threads = true")
     for name, spec in TABLES.items():
         paths = files_by_table.get(name, [])
         if paths:

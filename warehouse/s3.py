@@ -123,6 +123,25 @@ class S3Objects:
         except OSError as exc:
             raise self._error(f"write shard {self.location}/{relpath}", exc) from None
 
+    def staging(self, relpath: str) -> Path:
+        path = self.cache_dir / "staging" / f"{relpath}.{os.getpid()}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def put_file(self, relpath: str, path: Path, block: int = 8 << 20) -> None:
+        try:
+            with self.fs.open_output_stream(self._key(relpath)) as out, open(path, "rb") as src:
+                first = True
+                while data := src.read(block):
+                    out.write(data)
+                    if first:
+                        first = False
+                        killpoints.reached("shard.written")  # mid-write: nothing is in place yet
+        except OSError as exc:
+            raise self._error(f"write shard {self.location}/{relpath}", exc) from None
+        finally:
+            Path(path).unlink(missing_ok=True)
+
     def list(self, prefix: str) -> list[str]:
         root = self._key()
         try:

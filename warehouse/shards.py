@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from warehouse import killpoints
-from warehouse.objects import TMP_MARK, LocalObjects, ObjectStore, data_checksum
+from warehouse.objects import TMP_MARK, LocalObjects, ObjectStore, data_checksum, file_checksum
 from warehouse.schemas import TABLES, to_table
 from warehouse.state import Shard
 
@@ -63,6 +63,43 @@ def write_arrow_shard(where: ObjectStore | Path, shard: ShardFile, table: pa.Tab
         rows=table.num_rows,
         checksum=data_checksum(data),
     )
+
+
+class ArrowShardWriter:
+    """One shard written a table at a time: each goes to a local staging file as it comes (a large
+    shard is never held whole), and :meth:`finish` puts the file in place whole, as
+    :func:`write_arrow_shard` puts its bytes. :meth:`discard` drops what was written."""
+
+    def __init__(self, objects: ObjectStore, shard: ShardFile):
+        self.objects, self.shard = objects, shard
+        self.path = objects.staging(shard.relpath)
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, TABLES[shard.table].schema,
+                                                                 compression="zstd")
+
+    def write(self, table: pa.Table) -> None:
+        """Append ``table``'s rows (of the shard's table's schema)."""
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def finish(self) -> Shard:
+        """Close the file and put it in place; return the row to record."""
+        self._close()
+        checksum = file_checksum(self.path)
+        self.objects.put_file(self.shard.relpath, self.path)
+        killpoints.reached("shard.renamed")  # in place, not yet recorded: an orphan if killed here
+        shard = self.shard
+        return Shard(id=f"{shard.table}/{shard.round_id}/{shard.key}", round_id=shard.round_id, key=shard.key,
+                     table_name=shard.table, path=shard.relpath, rows=self.rows, checksum=checksum)
+
+    def discard(self) -> None:
+        self._close()
+        Path(self.path).unlink(missing_ok=True)
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
 
 _OUR_TEMPORARY = re.compile(r"\.parquet" + re.escape(TMP_MARK) + r"\d+$")  # what LocalObjects.put writes first

@@ -23,7 +23,7 @@ from warehouse.objects import LocalObjects, ObjectStore, is_object_url
 from warehouse.s3 import S3Objects
 from warehouse.schemas import TABLES
 from warehouse.settings import S3Settings
-from warehouse.shards import ShardFile, remove_orphans, write_arrow_shard, write_shard
+from warehouse.shards import ArrowShardWriter, ShardFile, remove_orphans, write_arrow_shard, write_shard
 
 if TYPE_CHECKING:
     from warehouse.settings import Settings
@@ -219,6 +219,31 @@ class Store:
         with self.session() as s:
             state.record_shards(session=s, shards=shards)
         killpoints.reached("unit.committed")
+
+    @contextmanager
+    def streaming_shard(self, round_id: str, key: str, table: str) -> Iterator[ArrowShardWriter]:
+        """A shard of ``table`` written a table of rows at a time (``.write``), put in place and recorded
+        when the block ends without error (nothing of it is left when it raises): for a unit too
+        large to hold in memory at once (a round's marks)."""
+        shard = ShardFile(table, round_id, key)
+        self._declare_retried([shard])
+        writer = ArrowShardWriter(self.objects, shard)
+        try:
+            yield writer
+        except BaseException:
+            writer.discard()
+            raise
+        self._record([writer.finish()])
+        killpoints.reached("unit.committed")
+
+    @retried
+    def _declare_retried(self, shards: list[ShardFile]) -> None:
+        self._declare(shards)
+
+    @retried
+    def _record(self, shards: list[state.Shard]) -> None:
+        with self.session() as s:
+            state.record_shards(session=s, shards=shards)
 
     # --- reading -----------------------------------------------------------------
 

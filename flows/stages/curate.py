@@ -12,7 +12,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from curation.cascade import STEPS, CascadeConfig, CascadeInput, run_cascade
+from curation.cascade import ROUND_WIDE, CascadeConfig, CascadeInput, run_cascade
 from curation.frame import episode_frame, prior_representatives, step_frame, step_results, task_lookup
 from curation.near_dup import NearDupConfig
 from curation.semantic import wordllama_embed
@@ -135,34 +135,36 @@ CURATE_KEY = "curate-v1"
 
 
 def curate_round_cascade(store: Store, round_id: str, key: str, settings: Settings | None = None,
-                         on_step: Callable[[str], None] | None = None,
+                         on_progress: Callable[[int, int], None] | None = None,
                          executor: Executor | None = None) -> dict[str, Any]:
-    """Run the cascade on a round and commit its marks; returns the funnel."""
+    """Run the cascade on a round and commit its marks as one shard, written as the cascade makes them
+    (a large round's marks are never held at once); returns the funnel."""
     inputs = cascade_input(store, round_id, settings)
-    try:
-        result = run_cascade(inputs, cascade_config(settings, executor), on_step=on_step)
-    finally:
-        close_judges(list(inputs.judges))
-    killpoints.reached("curate.marked")
-    store.commit_tables(round_id, key, {"marks": result.table})
-    return {"marks": result.table.num_rows, "funnel": result.funnel, "seconds": result.seconds}
+    with store.streaming_shard(round_id, key, "marks") as shard:
+        try:
+            result = run_cascade(inputs, cascade_config(settings, executor), on_progress=on_progress,
+                                 sink=shard.write)
+        finally:
+            close_judges(list(inputs.judges))
+        killpoints.reached("curate.marked")
+    return {"marks": result.rows, "funnel": result.funnel, "seconds": result.seconds}
 
 
 def curate_round(store: Store, round_id: str, settings: Settings | None = None,
-                 on_step: Callable[[str], None] | None = None) -> int:
+                 on_progress: Callable[[int, int], None] | None = None) -> int:
     """The curation cascade's marks for every episode of the round (see curation.cascade);
     exact duplicates also against earlier rounds. Returns the number of marks written (0 when
     the round was curated already)."""
-    return curate_round_logged(store, round_id, settings, on_step)["marks"]
+    return curate_round_logged(store, round_id, settings, on_progress)["marks"]
 
 
 def curate_round_logged(store: Store, round_id: str, settings: Settings | None = None,
-                        on_step: Callable[[str], None] | None = None,
+                        on_progress: Callable[[int, int], None] | None = None,
                         executor: Executor | None = None) -> dict[str, Any]:
     """:func:`curate_round`, with the funnel logged to the run (empty result when already curated)."""
     if CURATE_KEY in store.done_keys(round_id, "marks"):
         return {"marks": 0, "funnel": None, "seconds": {}}
-    result = curate_round_cascade(store, round_id, CURATE_KEY, settings, on_step, executor)
+    result = curate_round_cascade(store, round_id, CURATE_KEY, settings, on_progress, executor)
     run_log().info(funnel_line(round_id, result["funnel"]))
     return result
 
@@ -177,9 +179,12 @@ def funnel_line(round_id: str, funnel: dict[str, Any]) -> str:
 @task(name="curate", cache_policy=NO_CACHE)
 def curate_task(round_id: str, settings: SettingsDoc, show_progress: bool = False,
                 executor: Executor | None = None) -> int:
-    """The cascade over the round, with a progress bar over its steps on a terminal; ``executor``:
-    the round's Dask cluster (see :func:`cascade_config`)."""
+    """The cascade over the round, with a progress bar on a terminal over its parts (each chunk of
+    episodes, then each round-wide check); ``executor``: the round's Dask cluster (see
+    :func:`cascade_config`)."""
     cfg = open_settings(settings)
     store = open_store(cfg)
-    with StepProgress(enabled=show_progress, total=len(STEPS), label=f"{round_id} curating", unit="checks") as bar:
-        return curate_round_logged(store, round_id, cfg, on_step=lambda _: bar.advance(), executor=executor)["marks"]
+    # the parts are known once the round's episodes are read: till then, one per round-wide check and one chunk
+    with StepProgress(enabled=show_progress, total=len(ROUND_WIDE) + 1, label=f"{round_id} curating",
+                      unit="parts") as bar:
+        return curate_round_logged(store, round_id, cfg, on_progress=bar.update, executor=executor)["marks"]
