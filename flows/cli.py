@@ -9,15 +9,23 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from flows import label_studio_cmd, phone_cmd
+from flows.cli_shared import (
+    ConfigOpt,
+    DataDirOpt,
+    JsonOpt,
+    PasswordStdinOpt,
+    ProgressOpt,
+    StateUrlOpt,
+    cli_settings,
+    err,
+    existing_store,
+    out,
+    print_json,
+)
 from warehouse import killpoints
 from warehouse.errors import FlywheelError, InputError, first_line
-
-try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older Typer on the real Click
-    from click import exceptions as click_errors
 
 app = typer.Typer(
     name="flywheel",
@@ -28,56 +36,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command and subcommand inherits it
 )
-out = Console()
-if not out.is_terminal:  # piped or captured: tables 160 wide, and a line is never broken (a long path)
-    out = Console(width=160, soft_wrap=True)
-err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 400)
-
-
-
-def _config_file(value: str) -> Path:
-    """--config's value as a path; an empty one is refused (a Path of '' would read as '.')."""
-    if not value.strip():
-        raise typer.BadParameter("an empty path names no settings file")
-    return Path(value)
-
-
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", parser=_config_file,
-                              help="Settings file (default: ./flywheel.toml if present).")
-]
-DataDirOpt = Annotated[
-    str | None, typer.Option("--data-dir", help="Data directory, or s3://bucket/prefix (default: ./flywheel-data or "
-                                                "FLYWHEEL_DATA_DIR).")
-]
-StateUrlOpt = Annotated[
-    str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
-]
 CronOpt = Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")]
 TimezoneOpt = Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")]
-
-PasswordStdinOpt = Annotated[
-    bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
-]
-
-
-def _settings(config: Path | None, data_dir: str | None, state_url: str | None, **extra: Any):
-    from warehouse.settings import load_settings
-
-    return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
-
-
-def _existing_store(config: Path | None, data_dir: str | None, state_url: str | None):
-    """Settings and the store of a data directory that must already exist (nothing is created)."""
-    from warehouse.store import Store
-
-    settings = _settings(config, data_dir, state_url)
-    return settings, Store.from_settings(settings, create=False)
-
-
-def _print_json(data: Any) -> None:
-    """One JSON document on stdout, nothing else (no colour, no wrapping)."""
-    sys.stdout.write(json.dumps(data, default=str) + "\n")
 
 
 @app.command()
@@ -101,8 +61,8 @@ def run(
     workers: Annotated[
         int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -120,7 +80,7 @@ def run(
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
-    settings = _settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
+    settings = cli_settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
                          openai=openai_over or None)
     from flows.planning import selected_families
     from warehouse.store import Store
@@ -166,7 +126,7 @@ def serve(
     from flows.schedule_cmd import serve_command
     from warehouse.settings import config_in_use
 
-    serve_command(_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
+    serve_command(cli_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
                   console=out)
 
 
@@ -183,7 +143,7 @@ def deploy(
     from flows.schedule_cmd import deploy_command
     from warehouse.settings import config_in_use
 
-    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
+    deploy_command(cli_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
                    timezone=timezone, console=out)
 
 
@@ -192,7 +152,7 @@ def status(
     history: Annotated[
         bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -201,7 +161,7 @@ def status(
     from flows.views import print_status, status_rows
     from review_app.agreement import Overlap
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     if history:
         from flows.planning import history_data
         from flows.views import print_history
@@ -233,7 +193,7 @@ def review(
     from flows.planning import refresh_stored_proposal
     from flows.review_cmd import launch_review_app
 
-    settings, _ = _existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
+    settings, _ = existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
     refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
     raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
 
@@ -270,8 +230,8 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -280,7 +240,7 @@ def export(
     from flows.export_cmd import export as run
     from flows.export_cmd import export_release
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",") if r.strip()] if round_ids is not None else None
     if rounds == []:  # "--round ''" or "--round ,": no round named, which is not every round
         raise typer.BadParameter("--round names no round (ids separated by commas, e.g. r0001,r0002)")
@@ -302,7 +262,7 @@ def export(
         err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
                   f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
     if as_json:
-        _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
+        print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
                      "excluded": manifest["excluded"], "out": str(result.manifest_path.parent),
                      "manifest": str(result.manifest_path)})
         return
@@ -341,7 +301,7 @@ def decide(
         bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
     ] = False,
     password_stdin: PasswordStdinOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -362,12 +322,12 @@ def decide(
         return
     if decision is None:
         raise InputError("--decision is needed (approve, reject or needs_fix)")
-    _, store = _existing_store(config, data_dir, state_url)
+    _, store = existing_store(config, data_dir, state_url)
     saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
                 password_stdin=password_stdin)
     if as_json:
-        _print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
+        print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
                      "decision": saved.decision, "reason": saved.reason,
                      "first_wrong_step": saved.first_wrong_step, "recovered": saved.recovered})
         return
@@ -382,10 +342,10 @@ def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_st
     from flows.decide_cmd import decide_file
     from flows.views import print_skipped
 
-    _, store = _existing_store(config, data_dir, state_url)
+    _, store = existing_store(config, data_dir, state_url)
     result = decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
     if as_json:
-        _print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
+        print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
                      "already": result.already, "skipped": [{"where": w, "why": y} for w, y in result.skipped]})
     else:
         print_skipped(err, str(file), result.skipped, limit=20)
@@ -402,7 +362,7 @@ def feedback(
     threshold: Annotated[
         float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
     ] = 1.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -412,11 +372,11 @@ def feedback(
     from flows.planning import refresh_proposal, selected_families
     from flows.views import feedback_json, print_feedback_import
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     result = import_feedback(store, file, model=model, threshold=threshold)
     refresh_proposal(store, settings, selected_families(settings))
     if as_json:
-        _print_json(feedback_json(result))
+        print_json(feedback_json(result))
         return
     print_feedback_import(out, err, result, str(file))
 
@@ -429,8 +389,8 @@ def eval_(
     model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")] = None,
     tag: Annotated[str, typer.Option("--tag", help="Measure again (e.g. a new checkpoint under the same model name).")] = "",
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -444,7 +404,7 @@ def eval_(
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
-    settings = _settings(config, data_dir, state_url, policy="openai" if model else None,
+    settings = cli_settings(config, data_dir, state_url, policy="openai" if model else None,
                          openai=openai_over or None, round=round_over)
     from warehouse.store import Store
 
@@ -465,7 +425,7 @@ def eval_(
 
 @app.command()
 def plan(
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -475,7 +435,7 @@ def plan(
     from flows.planning import plan_view, refresh_proposal, selected_families
     from flows.views import print_plan
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     families = selected_families(settings)
     data = plan_view(store, settings, families)
     refresh_proposal(store, settings, families)
@@ -509,7 +469,7 @@ def import_(
                                       "tasks alike stay apart (default: the file's name without its suffix).",
                      show_default=False),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -519,7 +479,7 @@ def import_(
     from flows.views import print_skipped
     from warehouse.store import Store
 
-    settings = _settings(config, data_dir, state_url)
+    settings = cli_settings(config, data_dir, state_url)
     prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
     if pre.without_schemas and not as_json:
@@ -530,7 +490,7 @@ def import_(
                   markup=False, highlight=False, soft_wrap=True)
     summary = import_prepared(Store.from_settings(settings), prepared, settings)
     if as_json:
-        _print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
+        print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
                      "already": summary.already, "file_already_imported": summary.file_already_imported,
                      "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
                      "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
@@ -561,7 +521,7 @@ def reviewer_add(
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
     email: EmailOpt = None,
     password_stdin: PasswordStdinOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -569,10 +529,10 @@ def reviewer_add(
     """Create a reviewer account (the password is stored as a salted scrypt hash)."""
     from flows.reviewer_cmd import add_reviewer_account
 
-    settings = _settings(config, data_dir, state_url)
+    settings = cli_settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin, email=email)
     if as_json:
-        _print_json({"name": user.name, "role": user.role, "active": True})
+        print_json({"name": user.name, "role": user.role, "active": True})
         return
     out.print(f"Added {user.role} {user.name}")
 
@@ -593,7 +553,7 @@ def reviewer_set(
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Set a new password, read from the first line of stdin.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -604,12 +564,12 @@ def reviewer_set(
     lead is neither demoted nor deactivated (make another lead first)."""
     from flows.reviewer_cmd import set_reviewer_account
 
-    settings = _settings(config, data_dir, state_url)
+    settings = cli_settings(config, data_dir, state_url)
     row = set_reviewer_account(settings, name, role=role, active=active, password_prompt=password,
                                password_stdin=password_stdin, email=email)
     reset = password or password_stdin
     if as_json:
-        _print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})
+        print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})
         return
     out.print(f"Updated {row.name}: {row.role}, {'active' if row.active else 'inactive'}"
               + (", new password" if reset else ""), markup=False, highlight=False)
@@ -617,7 +577,7 @@ def reviewer_set(
 
 @reviewer_app.command("list")
 def reviewer_list(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -628,9 +588,9 @@ def reviewer_list(
 
     from flows.reviewer_cmd import reviewer_rows
 
-    rows = reviewer_rows(_settings(config, data_dir, state_url))
+    rows = reviewer_rows(cli_settings(config, data_dir, state_url))
     if as_json:
-        _print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
+        print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
         return
     if not rows:
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
@@ -643,15 +603,9 @@ def reviewer_list(
     out.print(table)
 
 
-from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)
-
-_register_phone_commands(app, out)
-
-from flows.label_studio_cmd import register as _register_label_studio_commands  # noqa: E402
-
-_register_label_studio_commands(
-    app, out, {"config": ConfigOpt, "data_dir": DataDirOpt, "state_url": StateUrlOpt, "existing_store": _existing_store}
-)
+app.command()(phone_cmd.families)
+app.command()(phone_cmd.gate)
+app.add_typer(label_studio_cmd.app, name="label-studio")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -670,15 +624,13 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click_errors.NoArgsIsHelpError as exc:
-        out.print(exc.ctx.get_help() if exc.ctx else exc.format_message(), markup=False, highlight=False)
-        sys.exit(0)
-    except click_errors.UsageError as exc:
-        hint = f" (see 'flywheel {exc.ctx.info_name} --help')" if exc.ctx and exc.ctx.parent else ""
+    except typer.TyperException as exc:  # Typer's copy of Click raises these; only their base class is public
+        ctx = getattr(exc, "ctx", None)  # a usage error carries the command it was made in; other errors do not
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no sub-command: its help, as --help shows it
+            out.print(ctx.get_help() if ctx else exc.format_message(), markup=False, highlight=False)
+            sys.exit(0)
+        hint = f" (see 'flywheel {ctx.info_name} --help')" if ctx is not None and ctx.parent else ""
         err.print(f"error: {exc.format_message()}{hint}", markup=False, highlight=False)
-        sys.exit(2)
-    except click_errors.ClickException as exc:
-        err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to continue where it stopped", highlight=False)
