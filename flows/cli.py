@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
+from rich.table import Table
 
 from flows import label_studio_cmd, phone_cmd
 from flows.cli_shared import (
@@ -21,11 +23,17 @@ from flows.cli_shared import (
     cli_settings,
     err,
     existing_store,
+    open_store,
     out,
     print_json,
 )
+from flows.interrupt import stop_at_once_on_interrupt
+from flows.prefect_env import configure_prefect, quiet_prefect
+from flows.progress import RoundProgress
+from review_app.agreement import Overlap
 from warehouse import killpoints
 from warehouse.errors import FlywheelError, InputError, first_line
+from warehouse.settings import config_in_use
 
 app = typer.Typer(
     name="flywheel",
@@ -82,36 +90,23 @@ def run(
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     settings = cli_settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
                          openai=openai_over or None)
-    from flows.planning import selected_families
-    from warehouse.store import Store
+    from flows import model_setup, planning, runners, views  # deferred: DuckDB and SQLAlchemy, slow to import
+    from flows.round import round_flow  # deferred: Prefect, a second to import
 
-    selected_families(settings)  # an unknown family fails here, before anything starts
+    planning.selected_families(settings)  # an unknown family fails here, before anything starts
     if "openai" in (settings.policy, settings.writer):  # a wrong URL, key or model fails before any work
-        from flows.model_setup import probe
-
-        probe(settings)
+        model_setup.probe(settings)
     if settings.user.enabled:  # so does the model user's
-        from flows.model_setup import probe_user
-
-        probe_user(settings)
-    from flows.runners import check_dask_scheduler
-
-    check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
-    Store.from_settings(settings)  # so does a bad data directory or state URL
-    from flows.prefect_env import configure_prefect
-
+        model_setup.probe_user(settings)
+    runners.check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
+    open_store(settings)  # so does a bad data directory or state URL
     configure_prefect(settings.local_root())
-    from flows.interrupt import stop_at_once_on_interrupt
-    from flows.round import round_flow
-
     stop_at_once_on_interrupt()
     summary = round_flow(settings, show_progress=progress and not as_json)
     if as_json:
         out.print_json(json.dumps(summary))
         return
-    from flows.views import print_round_summary
-
-    print_round_summary(out, summary, settings)
+    views.print_round_summary(out, summary, settings)
 
 
 @app.command()
@@ -123,8 +118,7 @@ def serve(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
-    from flows.schedule_cmd import serve_command
-    from warehouse.settings import config_in_use
+    from flows.schedule_cmd import serve_command  # deferred: Prefect, a second to import
 
     serve_command(cli_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
                   console=out)
@@ -140,8 +134,7 @@ def deploy(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
-    from flows.schedule_cmd import deploy_command
-    from warehouse.settings import config_in_use
+    from flows.schedule_cmd import deploy_command  # deferred: Prefect, a second to import
 
     deploy_command(cli_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
                    timezone=timezone, console=out)
@@ -158,25 +151,21 @@ def status(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
-    from flows.views import print_status, status_rows
-    from review_app.agreement import Overlap
+    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings, store = existing_store(config, data_dir, state_url)
     if history:
-        from flows.planning import history_data
-        from flows.views import print_history
-
-        data = history_data(store)
+        data = planning.history_data(store)
         if as_json:
             out.print_json(json.dumps(data))
         else:
-            print_history(out, data)
+            views.print_history(out, data)
         return
-    rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
+    rows = views.status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": settings.data_location(), "rounds": rows}))
     else:
-        print_status(out, rows, settings)
+        views.print_status(out, rows, settings)
 
 
 @app.command()
@@ -190,12 +179,11 @@ def review(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
-    from flows.planning import refresh_stored_proposal
-    from flows.review_cmd import launch_review_app
+    from flows import planning, review_cmd  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings, _ = existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
-    refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
-    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
+    planning.refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
+    raise typer.Exit(review_cmd.launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
 @app.command()
@@ -237,8 +225,7 @@ def export(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Export curated episodes (one file per split) with a manifest of what, why and from where."""
-    from flows.export_cmd import export as run
-    from flows.export_cmd import export_release
+    from flows import export_cmd  # deferred: DuckDB, Arrow and pandas, which --help never needs
 
     settings, store = existing_store(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",") if r.strip()] if round_ids is not None else None
@@ -247,12 +234,12 @@ def export(
     if release is not None:
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
-        result, manifest = export_release(
+        result, manifest = export_cmd.export_release(
             store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
             pairs=pairs.strip().lower() if pairs else None, progress=progress and not as_json,
         )
     else:
-        result, manifest = run(
+        result, manifest = export_cmd.export(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
             progress=progress and not as_json,
@@ -308,7 +295,7 @@ def decide(
 ) -> None:
     """Record a review decision, as the review app does (an unknown episode or round is refused), or a
     file of them with --file."""
-    from flows.decide_cmd import decide as run
+    from flows import decide_cmd  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     if not reviewer:
         raise InputError("--reviewer is needed (the account that decides)")
@@ -323,7 +310,7 @@ def decide(
     if decision is None:
         raise InputError("--decision is needed (approve, reject or needs_fix)")
     _, store = existing_store(config, data_dir, state_url)
-    saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
+    saved = decide_cmd.decide(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
                 password_stdin=password_stdin)
     if as_json:
@@ -339,16 +326,15 @@ def decide(
 
 def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_stdin: bool, as_json: bool,
                  config: Path | None, data_dir: str | None, state_url: str | None) -> None:
-    from flows.decide_cmd import decide_file
-    from flows.views import print_skipped
+    from flows import decide_cmd, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     _, store = existing_store(config, data_dir, state_url)
-    result = decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
+    result = decide_cmd.decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
     if as_json:
         print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
                      "already": result.already, "skipped": [{"where": w, "why": y} for w, y in result.skipped]})
     else:
-        print_skipped(err, str(file), result.skipped, limit=20)
+        views.print_skipped(err, str(file), result.skipped, limit=20)
         out.print(f"Recorded {result.recorded} decision(s) by {result.reviewer} from {file} ({result.already} already "
                   f"recorded, {len(result.skipped)} line(s) skipped)", markup=False, highlight=False)
     if result.skipped and not (result.recorded or result.already):
@@ -368,17 +354,15 @@ def feedback(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
-    from flows.feedback_cmd import import_feedback
-    from flows.planning import refresh_proposal, selected_families
-    from flows.views import feedback_json, print_feedback_import
+    from flows import feedback_cmd, planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings, store = existing_store(config, data_dir, state_url)
-    result = import_feedback(store, file, model=model, threshold=threshold)
-    refresh_proposal(store, settings, selected_families(settings))
+    result = feedback_cmd.import_feedback(store, file, model=model, threshold=threshold)
+    planning.refresh_proposal(store, settings, planning.selected_families(settings))
     if as_json:
-        print_json(feedback_json(result))
+        print_json(views.feedback_json(result))
         return
-    print_feedback_import(out, err, result, str(file))
+    views.print_feedback_import(out, err, result, str(file))
 
 
 @app.command(name="eval")
@@ -397,30 +381,23 @@ def eval_(
 ) -> None:
     """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
     results as feedback; dev results steer the next plan, test results are reported only."""
-    from flows.eval_cmd import plan_eval, run_eval
-    from flows.planning import refresh_proposal, selected_families
-    from flows.progress import RoundProgress
-    from flows.views import print_eval
+    from flows import eval_cmd, model_setup, planning, views  # deferred: Prefect, DuckDB and SQLAlchemy
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
     settings = cli_settings(config, data_dir, state_url, policy="openai" if model else None,
                          openai=openai_over or None, round=round_over)
-    from warehouse.store import Store
-
-    store = Store.from_settings(settings, create=False)
-    fams = selected_families(settings)
+    store = open_store(settings, create=False)
+    fams = planning.selected_families(settings)
     if settings.policy == "openai":
-        from flows.model_setup import probe
-
-        probe(settings)
-    plan = plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
+        model_setup.probe(settings)
+    plan = eval_cmd.plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
     shards = (len(plan.tasks) + 15) // 16
     with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
-        result = run_eval(store, settings, plan, advance=bar.advance)
+        result = eval_cmd.run_eval(store, settings, plan, advance=bar.advance)
     if split == "dev":
-        refresh_proposal(store, settings, fams)
-    print_eval(out, err, store, plan, result, as_json=as_json)
+        planning.refresh_proposal(store, settings, fams)
+    views.print_eval(out, err, store, plan, result, as_json=as_json)
 
 
 @app.command()
@@ -432,17 +409,16 @@ def plan(
 ) -> None:
     """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
     round would run, each number with its reason; stores the planner's proposal for the release page."""
-    from flows.planning import plan_view, refresh_proposal, selected_families
-    from flows.views import print_plan
+    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings, store = existing_store(config, data_dir, state_url)
-    families = selected_families(settings)
-    data = plan_view(store, settings, families)
-    refresh_proposal(store, settings, families)
+    families = planning.selected_families(settings)
+    data = planning.plan_view(store, settings, families)
+    planning.refresh_proposal(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:
-        print_plan(out, data)
+        views.print_plan(out, data)
 
 
 @app.command("import")
@@ -475,12 +451,10 @@ def import_(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
-    from flows.import_cmd import import_prepared, prepare_import
-    from flows.views import print_skipped
-    from warehouse.store import Store
+    from flows import import_cmd, views  # deferred: Prefect, DuckDB and Arrow, which --help never needs
 
     settings = cli_settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
+    prepared = import_cmd.prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
     if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"
@@ -488,14 +462,14 @@ def import_(
                     f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
         out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
                   markup=False, highlight=False, soft_wrap=True)
-    summary = import_prepared(Store.from_settings(settings), prepared, settings)
+    summary = import_cmd.import_prepared(open_store(settings), prepared, settings)
     if as_json:
         print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
                      "already": summary.already, "file_already_imported": summary.file_already_imported,
                      "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
                      "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
         return
-    print_skipped(err, str(file), summary.skipped)
+    views.print_skipped(err, str(file), summary.skipped)
     if summary.file_already_imported:
         out.print(f"{file} was already imported as round {summary.round_id}; nothing changed"
                   + (f" (curated it: {summary.marks} marks)" if summary.marks else ""), markup=False, highlight=False)
@@ -527,7 +501,7 @@ def reviewer_add(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Create a reviewer account (the password is stored as a salted scrypt hash)."""
-    from flows.reviewer_cmd import add_reviewer_account
+    from flows.reviewer_cmd import add_reviewer_account  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings = cli_settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin, email=email)
@@ -562,7 +536,7 @@ def reviewer_set(
     account on every page: a deactivated account is signed out and a demoted lead loses the lead's
     pages at once; a new password signs out the sessions opened with the old one. The only active
     lead is neither demoted nor deactivated (make another lead first)."""
-    from flows.reviewer_cmd import set_reviewer_account
+    from flows.reviewer_cmd import set_reviewer_account  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     settings = cli_settings(config, data_dir, state_url)
     row = set_reviewer_account(settings, name, role=role, active=active, password_prompt=password,
@@ -583,10 +557,7 @@ def reviewer_list(
     state_url: StateUrlOpt = None,
 ) -> None:
     """List reviewer accounts and their roles."""
-    from rich import box
-    from rich.table import Table
-
-    from flows.reviewer_cmd import reviewer_rows
+    from flows.reviewer_cmd import reviewer_rows  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     rows = reviewer_rows(cli_settings(config, data_dir, state_url))
     if as_json:
@@ -611,8 +582,6 @@ app.add_typer(label_studio_cmd.app, name="label-studio")
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
-    from flows.prefect_env import quiet_prefect
-
     quiet_prefect()  # before any command imports Prefect
     # the kill and fault tests' hooks; unset in normal runs
     killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"), os.environ.get("FLYWHEEL_HOLD_AT"),

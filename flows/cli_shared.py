@@ -57,12 +57,17 @@ def cli_settings(config: Path | None, data_dir: str | None, state_url: str | Non
     return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
 
 
+def open_store(settings: Settings, *, create: bool = True) -> Store:
+    """The store the settings name; with ``create=False`` a data directory that does not exist is refused."""
+    from warehouse.store import Store  # deferred: DuckDB, SQLAlchemy and Arrow, which --help never needs
+
+    return Store.from_settings(settings, create=create)
+
+
 def existing_store(config: Path | None, data_dir: str | None, state_url: str | None) -> tuple[Settings, Store]:
     """Settings and the store of a data directory that must already exist (nothing is created)."""
-    from warehouse.store import Store  # deferred: DuckDB, SQLAlchemy and Arrow, which `--help` never needs
-
     settings = cli_settings(config, data_dir, state_url)
-    return settings, Store.from_settings(settings, create=False)
+    return settings, open_store(settings, create=False)
 
 
 def print_json(data: Any) -> None:

@@ -14,13 +14,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flows.cli_shared import ConfigOpt, DataDirOpt, JsonOpt, ProgressOpt, StateUrlOpt, existing_store, out
-from warehouse.errors import ConfigError
+from review_app.agreement import Overlap
+from warehouse.errors import ConfigError, InputError
 from warehouse.settings import Settings
 
 
 def label_studio_client(settings: Settings):
     """The real client for the configured server, its token checked (one line if not)."""
-    from review_app.label_studio.sdk_client import connect
+    from review_app.label_studio.sdk_client import connect  # deferred: the Label Studio SDK, which --help never needs
 
     ls = settings.label_studio
     if not ls.configured:
@@ -42,8 +43,7 @@ def _bar(enabled: bool, what: str, total: int | None) -> Iterator[Any]:
 
 def round_ids_for(store, round_id: str | None) -> list[str] | None:
     """``--round``: one round, ``all``, or (default) the latest round."""
-    from warehouse import state
-    from warehouse.errors import InputError
+    from warehouse import state  # deferred: SQLAlchemy, which --help never needs
 
     with store.session() as s:
         rounds = [r.id for r in state.list_rounds(session=s)]
@@ -59,7 +59,10 @@ def round_ids_for(store, round_id: str | None) -> list[str] | None:
 
 
 def run_push(settings: Settings, store, client, *, round_id: str | None, everything: bool, progress: bool):
-    from review_app.label_studio.sync import episodes_to_push, push
+    from review_app.label_studio.sync import (  # deferred: DuckDB and the SDK, which --help never needs
+        episodes_to_push,
+        push,
+    )
 
     rids = round_ids_for(store, round_id)
     total = len(episodes_to_push(store, rids, everything=everything))
@@ -68,7 +71,7 @@ def run_push(settings: Settings, store, client, *, round_id: str | None, everyth
 
 
 def run_pull(settings: Settings, store, client, *, progress: bool):
-    from review_app.label_studio.sync import pull
+    from review_app.label_studio.sync import pull  # deferred: as in run_push
 
     with _bar(progress, "pulling", None) as advance:
         return pull(store, client, settings.label_studio, progress=advance)
@@ -76,8 +79,7 @@ def run_pull(settings: Settings, store, client, *, progress: bool):
 
 def run_sync(settings: Settings, store, client, *, round_id: str | None, everything: bool, progress: bool) -> dict:
     """Push, pull, then the differences between Label Studio and the state database."""
-    from review_app.agreement import Overlap
-    from review_app.label_studio.sync import differences
+    from review_app.label_studio.sync import differences  # deferred: as in run_push
 
     pushed = run_push(settings, store, client, round_id=round_id, everything=everything, progress=progress)
     pulled = run_pull(settings, store, client, progress=progress)
@@ -138,7 +140,7 @@ def sync_cmd(round_id: RoundOpt = None, everything: AllOpt = False, progress: Pr
              as_json: JsonOpt = False, config: ConfigOpt = None, data_dir: DataDirOpt = None,
              state_url: StateUrlOpt = None) -> None:
     """Push, pull, and report where Label Studio and the state database differ."""
-    from review_app.label_studio.sync import PullSummary, PushSummary
+    from review_app.label_studio.sync import PullSummary, PushSummary  # deferred: as in run_push
 
     settings, store = existing_store(config, data_dir, state_url)
     result = run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=everything,
@@ -160,9 +162,9 @@ def screens_cmd(
     config: ConfigOpt = None, data_dir: DataDirOpt = None, state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the step screens tasks link to (point label_studio.screens_url at this address)."""
-    import uvicorn
+    import uvicorn  # deferred: the testserver extra; only this command serves
 
-    from review_app.label_studio.screens_server import screens_app
+    from review_app.label_studio.screens_server import screens_app  # deferred: Starlette, of the same extra
 
     _, store = existing_store(config, data_dir, state_url)
     out.print(f"Serving step screens at http://{host}:{port}/EPISODE/STEP.svg (Ctrl+C stops)", markup=False,

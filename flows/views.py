@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich import box
@@ -360,8 +361,6 @@ def eval_data(store: Store, plan, result) -> dict[str, Any]:
 
 
 def print_eval(console: Console, errors: Console, store: Store, plan, result, *, as_json: bool) -> None:
-    import json
-
     data = eval_data(store, plan, result)
     if as_json:
         console.print_json(json.dumps(data))

@@ -23,6 +23,7 @@ from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, StateLost, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
+from warehouse.upsert import insert_for
 
 
 class RoundBase(SQLModel):
@@ -388,10 +389,7 @@ def append_replies(*, session: Session, round_id: str,
         first.setdefault((key, index), reply)
     if not first:
         return {}
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = insert_for(session.get_bind().dialect.name)
     table = ModelReply.__table__
     now = utcnow()
     rows = [{"episode_id": key, "step_index": index, "round_id": round_id, "reply": reply, "created_at": now}
