@@ -20,8 +20,8 @@ from typing import Any
 from prefect import flow
 from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
+from curation.costs import NO_COSTS, round_costs
 from curation.export_source import MODEL_ATTEMPT
-from flows.costs import NO_COSTS, round_costs
 from flows.interrupt import keep_stopping_at_once
 from flows.planning import refresh_proposal
 from flows.prefect_window import publish, rename_this_run, round_markdown

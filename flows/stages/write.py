@@ -4,8 +4,6 @@ generation gate keeps the sound ones, a writer words them; committed as one shar
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from functools import partial
 
 import pyarrow as pa
@@ -21,13 +19,14 @@ from generators.planner import Plan, TaskSlot
 from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
-from warehouse import killpoints, query, state
+from warehouse import killpoints, state
 from warehouse.contract import TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.parallel import map_chunks
 from warehouse.query import iter_records, records
 from warehouse.settings import Settings
 from warehouse.store import Store
+from warehouse.task_table import round_task_table
 
 TASKS_KEY = "batch-0000"
 GATE_PARALLEL_FROM = 500  # slots below which the gate runs here: starting worker processes costs seconds
@@ -97,32 +96,6 @@ def load_later_sessions(store: Store, round_id: str, scenario_ids: list[str]) ->
     mask = pc.and_(pc.greater(table["session"], 1),
                    pc.is_in(table["scenario_id"], value_set=pa.array(sorted(set(scenario_ids)), pa.string())))
     return later_sessions(records(table.filter(mask), "tasks"))
-
-
-_TASK_TABLES: OrderedDict[tuple, pa.Table] = OrderedDict()
-_TASK_TABLES_KEPT = 4  # rounds whose tasks a process keeps
-_TASK_TABLES_LOCK = threading.Lock()  # shards may run in threads
-
-
-def round_task_table(store: Store, round_id: str) -> pa.Table:
-    """The round's committed tasks (every column, in key order), read once per process: a shard
-    reads its tasks from it instead of opening DuckDB over the warehouse (tens of milliseconds a
-    shard). Keyed by the recorded shards' paths and checksums, and a committed shard never
-    changes, so it cannot be stale."""
-    with store.session() as s:
-        recorded = state.shard_files(session=s, table_name="tasks", round_ids=[round_id])
-    key = (str(store.data_dir), store.state_url, round_id, tuple(recorded))
-    with _TASK_TABLES_LOCK:
-        if key in _TASK_TABLES:
-            _TASK_TABLES.move_to_end(key)
-            return _TASK_TABLES[key]
-    table = query.connect(store.readable({"tasks": recorded})).sql(
-        "SELECT * FROM tasks ORDER BY task_id").fetch_arrow_table()
-    with _TASK_TABLES_LOCK:
-        _TASK_TABLES[key] = table
-        while len(_TASK_TABLES) > _TASK_TABLES_KEPT:
-            _TASK_TABLES.popitem(last=False)
-    return table
 
 
 def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], settings: Settings) -> list[TaskSpec]:
