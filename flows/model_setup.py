@@ -66,7 +66,7 @@ def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model
     return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{base_url}:{model}")
 
 
-def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
+def make_model_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
     """The engine of the round's own model (``[openai]``), its limits shared through ``store``."""
     cfg = settings.openai
     return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),

@@ -1,4 +1,4 @@
-"""The next plan from the latest feedback: read feedback, call the pure planner."""
+"""The next plan from the latest feedback: read feedback, call the pure mix and batch plan."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from generators.batch_plan import Plan, plan_round, round_seed
 from generators.competence import Competence, batch_order, competence_history, competence_table, is_report
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix, released_mix
 from generators.phone.families import FAMILIES, get_family
-from generators.planner import Plan, plan_round, round_seed
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.contract import FeedbackRecord

@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`warehouse.state` (rounds, shards, reviews) so the review app can
 grow without reshaping the core tables; ``warehouse.state`` imports this module so
-``make_engine`` creates these tables with the rest. CRUD functions take ``*, session``.
+``make_sql_engine`` creates these tables with the rest. CRUD functions take ``*, session``.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def make_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
+def make_sql_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
     """An engine for ``url`` with its tables created; one line of error if it cannot connect. Once
     open, a database over the network that drops away is reconnected to for up to ``reconnect_s``
     seconds (see :mod:`warehouse.db_faults`)."""

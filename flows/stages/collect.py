@@ -20,15 +20,15 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
 from sqlalchemy.exc import SQLAlchemyError
 
-from flows.model_setup import StateJournal, log_refusals, make_engine, make_model_user, model_policy
+from flows.model_setup import StateJournal, log_refusals, make_model_engine, make_model_user, model_policy
 from flows.prefect_window import shard_run_name
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
 from flows.stages.write import load_later_sessions, load_tasks
+from generators.batch_plan import Plan
 from generators.collect import Policy, collect_episodes
-from generators.model_collect import ModelPlanner
+from generators.model_collect import BoundModelPolicy
 from generators.model_user import ModelUser
 from generators.models import Engine
-from generators.planner import Plan
 from generators.policies import ReferencePolicy, ScriptedPolicy
 from warehouse import state
 from warehouse.contract import REFERENCE_POLICY, EpisodeRecord, TaskSpec
@@ -68,7 +68,7 @@ async def open_models(round_id: str, store: Store, settings: Settings, *, planne
     models = RunModels()
     try:
         if planner:
-            models.planner = make_engine(settings, store, workers=workers(settings))
+            models.planner = make_model_engine(settings, store, workers=workers(settings))
         if settings.user.enabled:
             models.user = make_model_user(settings, store, round_id, workers=workers(settings))
         yield models
@@ -90,7 +90,7 @@ def policy_named(name: str, seed: int, round_id: str, store: Store, settings: Se
     if name != "openai":
         return ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
     assert engine is not None, "a model policy needs the run's engine"
-    return ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, round_id))
+    return BoundModelPolicy(model_policy(settings.openai), engine, StateJournal(store, round_id))
 
 
 def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]], settings: Settings,

@@ -11,11 +11,11 @@ import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from flows.model_setup import StateJournal, log_refusals, make_engine
+from flows.model_setup import StateJournal, log_refusals, make_model_engine
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
+from generators.batch_plan import Plan, TaskSlot
 from generators.collect import later_sessions
 from generators.phone.families import get_family
-from generators.planner import Plan, TaskSlot
 from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
@@ -104,7 +104,7 @@ def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], se
     cfg = settings.openai
 
     async def run() -> list[TaskSpec]:
-        engine = make_engine(settings, store)
+        engine = make_model_engine(settings, store)
         try:
             return list(await asyncio.gather(*(word_with_model(t, engine, journal, rounds=cfg.writer_rounds,
                                                                writer_name=f"openai:{cfg.model}") for t in tasks)))
