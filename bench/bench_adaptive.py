@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from generators.models import ChatRequest, Engine, EngineConfig, OpenAIEndpoint  # noqa: E402
 from generators.phone.families import FAMILIES  # noqa: E402
-from generators.policies.model_planner import conversation, tool_schemas  # noqa: E402
+from generators.policies.model_chat import conversation, tool_schemas  # noqa: E402
 from tests.modelserver import FaultConfig, serve_in_process  # noqa: E402
 
 MODEL = "flywheel-test"

@@ -31,7 +31,7 @@ import openai  # noqa: E402
 
 from generators.models import ChatRequest, Engine, EngineConfig, OpenAIEndpoint  # noqa: E402
 from generators.phone.families import FAMILIES  # noqa: E402
-from generators.policies.model_planner import conversation, tool_schemas  # noqa: E402
+from generators.policies.model_chat import conversation, tool_schemas  # noqa: E402
 from tests.modelserver import FaultConfig, serve_in_process  # noqa: E402
 from tests.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing  # noqa: E402
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -151,10 +152,8 @@ def _wordllama():
     ``WordLlama.load()`` looks for the packaged tokenizer under ``tokenizer/`` while the wheel
     ships it under ``tokenizers/``, then tries Hugging Face; pointing its ``cache_dir`` at the
     package and disabling downloads makes it use both packaged files."""
-    from pathlib import Path
-
-    import wordllama
-    from wordllama import WordLlama
+    import wordllama  # deferred: 320 ms and its weights, only when semantic near duplicates run
+    from wordllama import WordLlama  # deferred: as above
 
     return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
 

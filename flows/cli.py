@@ -9,15 +9,31 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich import box
+from rich.table import Table
 
+from flows import label_studio_cmd, phone_cmd
+from flows.cli_shared import (
+    ConfigOpt,
+    DataDirOpt,
+    JsonOpt,
+    PasswordStdinOpt,
+    ProgressOpt,
+    StateUrlOpt,
+    cli_settings,
+    err,
+    existing_store,
+    open_store,
+    out,
+    print_json,
+)
+from flows.interrupt import stop_at_once_on_interrupt
+from flows.prefect_env import configure_prefect, quiet_prefect
+from flows.progress import RoundProgress
+from review_app.agreement import Overlap
 from warehouse import killpoints
 from warehouse.errors import FlywheelError, InputError, first_line
-
-try:  # Typer 0.26+ carries its own copy of Click; its errors are its own classes.
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older Typer on the real Click
-    from click import exceptions as click_errors
+from warehouse.settings import config_in_use
 
 app = typer.Typer(
     name="flywheel",
@@ -28,56 +44,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command and subcommand inherits it
 )
-out = Console()
-if not out.is_terminal:  # piped or captured: tables 160 wide, and a line is never broken (a long path)
-    out = Console(width=160, soft_wrap=True)
-err = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 400)
-
-
-
-def _config_file(value: str) -> Path:
-    """--config's value as a path; an empty one is refused (a Path of '' would read as '.')."""
-    if not value.strip():
-        raise typer.BadParameter("an empty path names no settings file")
-    return Path(value)
-
-
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", parser=_config_file,
-                              help="Settings file (default: ./flywheel.toml if present).")
-]
-DataDirOpt = Annotated[
-    str | None, typer.Option("--data-dir", help="Data directory, or s3://bucket/prefix (default: ./flywheel-data or "
-                                                "FLYWHEEL_DATA_DIR).")
-]
-StateUrlOpt = Annotated[
-    str | None, typer.Option("--state-url", help="State database URL (default: SQLite in the data directory).")
-]
 CronOpt = Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")]
 TimezoneOpt = Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")]
-
-PasswordStdinOpt = Annotated[
-    bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin instead of a prompt.")
-]
-
-
-def _settings(config: Path | None, data_dir: str | None, state_url: str | None, **extra: Any):
-    from warehouse.settings import load_settings
-
-    return load_settings(config, data_dir=data_dir, state_url=state_url, **extra)
-
-
-def _existing_store(config: Path | None, data_dir: str | None, state_url: str | None):
-    """Settings and the store of a data directory that must already exist (nothing is created)."""
-    from warehouse.store import Store
-
-    settings = _settings(config, data_dir, state_url)
-    return settings, Store.from_settings(settings, create=False)
-
-
-def _print_json(data: Any) -> None:
-    """One JSON document on stdout, nothing else (no colour, no wrapping)."""
-    sys.stdout.write(json.dumps(data, default=str) + "\n")
 
 
 @app.command()
@@ -101,8 +69,8 @@ def run(
     workers: Annotated[
         int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -120,38 +88,25 @@ def run(
     if families:
         round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
-    settings = _settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
+    settings = cli_settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
                          openai=openai_over or None)
-    from flows.planning import selected_families
-    from warehouse.store import Store
+    from flows import model_setup, planning, runners, views  # deferred: DuckDB and SQLAlchemy, slow to import
+    from flows.round import round_flow  # deferred: Prefect, a second to import
 
-    selected_families(settings)  # an unknown family fails here, before anything starts
+    planning.selected_families(settings)  # an unknown family fails here, before anything starts
     if "openai" in (settings.policy, settings.writer):  # a wrong URL, key or model fails before any work
-        from flows.model_setup import probe
-
-        probe(settings)
+        model_setup.probe(settings)
     if settings.user.enabled:  # so does the model user's
-        from flows.model_setup import probe_user
-
-        probe_user(settings)
-    from flows.runners import check_dask_scheduler
-
-    check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
-    Store.from_settings(settings)  # so does a bad data directory or state URL
-    from flows.prefect_env import configure_prefect
-
+        model_setup.probe_user(settings)
+    runners.check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
+    open_store(settings)  # so does a bad data directory or state URL
     configure_prefect(settings.local_root())
-    from flows.interrupt import stop_at_once_on_interrupt
-    from flows.round import round_flow
-
     stop_at_once_on_interrupt()
     summary = round_flow(settings, show_progress=progress and not as_json)
     if as_json:
         out.print_json(json.dumps(summary))
         return
-    from flows.views import print_round_summary
-
-    print_round_summary(out, summary, settings)
+    views.print_round_summary(out, summary, settings)
 
 
 @app.command()
@@ -163,10 +118,9 @@ def serve(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
-    from flows.schedule_cmd import serve_command
-    from warehouse.settings import config_in_use
+    from flows.schedule_cmd import serve_command  # deferred: Prefect, a second to import
 
-    serve_command(_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
+    serve_command(cli_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
                   console=out)
 
 
@@ -180,10 +134,9 @@ def deploy(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
-    from flows.schedule_cmd import deploy_command
-    from warehouse.settings import config_in_use
+    from flows.schedule_cmd import deploy_command  # deferred: Prefect, a second to import
 
-    deploy_command(_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
+    deploy_command(cli_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
                    timezone=timezone, console=out)
 
 
@@ -192,31 +145,27 @@ def status(
     history: Annotated[
         bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
-    from flows.views import print_status, status_rows
-    from review_app.agreement import Overlap
+    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     if history:
-        from flows.planning import history_data
-        from flows.views import print_history
-
-        data = history_data(store)
+        data = planning.history_data(store)
         if as_json:
             out.print_json(json.dumps(data))
         else:
-            print_history(out, data)
+            views.print_history(out, data)
         return
-    rows = status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
+    rows = views.status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
     if as_json:
         out.print_json(json.dumps({"data_dir": settings.data_location(), "rounds": rows}))
     else:
-        print_status(out, rows, settings)
+        views.print_status(out, rows, settings)
 
 
 @app.command()
@@ -230,12 +179,11 @@ def review(
     state_url: StateUrlOpt = None,
 ) -> None:
     """Serve the review app (Streamlit) where reviewers approve or reject episodes."""
-    from flows.planning import refresh_stored_proposal
-    from flows.review_cmd import launch_review_app
+    from flows import planning, review_cmd  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings, _ = _existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
-    refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
-    raise typer.Exit(launch_review_app(settings, port or settings.review_port, err, config, host))
+    settings, _ = existing_store(config, data_dir, state_url)  # a mistyped data directory is refused, not made
+    planning.refresh_stored_proposal(settings)  # the release page shows the planner's current proposal
+    raise typer.Exit(review_cmd.launch_review_app(settings, port or settings.review_port, err, config, host))
 
 
 @app.command()
@@ -270,29 +218,28 @@ def export(
         typer.Option("--pairs", help="dpo only: episode (whole rollouts), step (at the turn two rollouts diverge) "
                                      "or both (default: episode)."),
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Export curated episodes (one file per split) with a manifest of what, why and from where."""
-    from flows.export_cmd import export as run
-    from flows.export_cmd import export_release
+    from flows import export_cmd  # deferred: DuckDB, Arrow and pandas, which --help never needs
 
-    settings, store = _existing_store(config, data_dir, state_url)
+    settings, store = existing_store(config, data_dir, state_url)
     rounds = [r.strip() for r in round_ids.split(",") if r.strip()] if round_ids is not None else None
     if rounds == []:  # "--round ''" or "--round ,": no round named, which is not every round
         raise typer.BadParameter("--round names no round (ids separated by commas, e.g. r0001,r0002)")
     if release is not None:
         if verified or rounds:
             raise typer.BadParameter("--release exports exactly the release; drop --verified and --round")
-        result, manifest = export_release(
+        result, manifest = export_cmd.export_release(
             store, out_dir, release, fmt=fmt.strip().lower(), scrub=scrub, settings=settings,
             pairs=pairs.strip().lower() if pairs else None, progress=progress and not as_json,
         )
     else:
-        result, manifest = run(
+        result, manifest = export_cmd.export(
             store, out_dir, fmt=fmt.strip().lower(), include_verified=verified,
             round_ids=rounds, scrub=scrub, settings=settings, pairs=pairs.strip().lower() if pairs else None,
             progress=progress and not as_json,
@@ -302,7 +249,7 @@ def export(
         err.print(f"warning: {approved_out} approved episode(s) left out of this export; each is named with its "
                   f"first problem under 'approved_left_out' in {result.manifest_path}", markup=False, highlight=False)
     if as_json:
-        _print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
+        print_json({"rows": result.rows, "unit": manifest["unit"], "splits": manifest["splits"],
                      "excluded": manifest["excluded"], "out": str(result.manifest_path.parent),
                      "manifest": str(result.manifest_path)})
         return
@@ -341,14 +288,14 @@ def decide(
         bool, typer.Option("--recovered", help="The agent recovered after the first wrong step: no loss on that step only.")
     ] = False,
     password_stdin: PasswordStdinOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Record a review decision, as the review app does (an unknown episode or round is refused), or a
     file of them with --file."""
-    from flows.decide_cmd import decide as run
+    from flows import decide_cmd  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
     if not reviewer:
         raise InputError("--reviewer is needed (the account that decides)")
@@ -362,12 +309,12 @@ def decide(
         return
     if decision is None:
         raise InputError("--decision is needed (approve, reject or needs_fix)")
-    _, store = _existing_store(config, data_dir, state_url)
-    saved = run(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
+    _, store = existing_store(config, data_dir, state_url)
+    saved = decide_cmd.decide(store, episode_id, reviewer=reviewer, decision=decision.strip().lower(), round_id=round_id,
                 reason=reason, note=note, first_wrong_step=first_wrong_step, recovered=recovered,
                 password_stdin=password_stdin)
     if as_json:
-        _print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
+        print_json({"episode_id": saved.episode_id, "round": saved.round_id, "reviewer": saved.reviewer,
                      "decision": saved.decision, "reason": saved.reason,
                      "first_wrong_step": saved.first_wrong_step, "recovered": saved.recovered})
         return
@@ -379,16 +326,15 @@ def decide(
 
 def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_stdin: bool, as_json: bool,
                  config: Path | None, data_dir: str | None, state_url: str | None) -> None:
-    from flows.decide_cmd import decide_file
-    from flows.views import print_skipped
+    from flows import decide_cmd, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    _, store = _existing_store(config, data_dir, state_url)
-    result = decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
+    _, store = existing_store(config, data_dir, state_url)
+    result = decide_cmd.decide_file(store, file, reviewer=reviewer, decision=decision, password_stdin=password_stdin)
     if as_json:
-        _print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
+        print_json({"file": str(file), "reviewer": result.reviewer, "recorded": result.recorded,
                      "already": result.already, "skipped": [{"where": w, "why": y} for w, y in result.skipped]})
     else:
-        print_skipped(err, str(file), result.skipped, limit=20)
+        views.print_skipped(err, str(file), result.skipped, limit=20)
         out.print(f"Recorded {result.recorded} decision(s) by {result.reviewer} from {file} ({result.already} already "
                   f"recorded, {len(result.skipped)} line(s) skipped)", markup=False, highlight=False)
     if result.skipped and not (result.recorded or result.already):
@@ -402,23 +348,21 @@ def feedback(
     threshold: Annotated[
         float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
     ] = 1.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import a trainer's per-task results; the next round's mix follows them."""
-    from flows.feedback_cmd import import_feedback
-    from flows.planning import refresh_proposal, selected_families
-    from flows.views import feedback_json, print_feedback_import
+    from flows import feedback_cmd, planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings, store = _existing_store(config, data_dir, state_url)
-    result = import_feedback(store, file, model=model, threshold=threshold)
-    refresh_proposal(store, settings, selected_families(settings))
+    settings, store = existing_store(config, data_dir, state_url)
+    result = feedback_cmd.import_feedback(store, file, model=model, threshold=threshold)
+    planning.refresh_proposal(store, settings, planning.selected_families(settings))
     if as_json:
-        _print_json(feedback_json(result))
+        print_json(views.feedback_json(result))
         return
-    print_feedback_import(out, err, result, str(file))
+    views.print_feedback_import(out, err, result, str(file))
 
 
 @app.command(name="eval")
@@ -429,60 +373,52 @@ def eval_(
     model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")] = None,
     tag: Annotated[str, typer.Option("--tag", help="Measure again (e.g. a new checkpoint under the same model name).")] = "",
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
     results as feedback; dev results steer the next plan, test results are reported only."""
-    from flows.eval_cmd import plan_eval, run_eval
-    from flows.planning import refresh_proposal, selected_families
-    from flows.progress import RoundProgress
-    from flows.views import print_eval
+    from flows import eval_cmd, model_setup, planning, views  # deferred: Prefect, DuckDB and SQLAlchemy
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
     round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
-    settings = _settings(config, data_dir, state_url, policy="openai" if model else None,
+    settings = cli_settings(config, data_dir, state_url, policy="openai" if model else None,
                          openai=openai_over or None, round=round_over)
-    from warehouse.store import Store
-
-    store = Store.from_settings(settings, create=False)
-    fams = selected_families(settings)
+    store = open_store(settings, create=False)
+    fams = planning.selected_families(settings)
     if settings.policy == "openai":
-        from flows.model_setup import probe
-
-        probe(settings)
-    plan = plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
+        model_setup.probe(settings)
+    plan = eval_cmd.plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
     shards = (len(plan.tasks) + 15) // 16
     with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
-        result = run_eval(store, settings, plan, advance=bar.advance)
+        result = eval_cmd.run_eval(store, settings, plan, advance=bar.advance)
     if split == "dev":
-        refresh_proposal(store, settings, fams)
-    print_eval(out, err, store, plan, result, as_json=as_json)
+        planning.refresh_proposal(store, settings, fams)
+    views.print_eval(out, err, store, plan, result, as_json=as_json)
 
 
 @app.command()
 def plan(
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
     round would run, each number with its reason; stores the planner's proposal for the release page."""
-    from flows.planning import plan_view, refresh_proposal, selected_families
-    from flows.views import print_plan
+    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings, store = _existing_store(config, data_dir, state_url)
-    families = selected_families(settings)
-    data = plan_view(store, settings, families)
-    refresh_proposal(store, settings, families)
+    settings, store = existing_store(config, data_dir, state_url)
+    families = planning.selected_families(settings)
+    data = planning.plan_view(store, settings, families)
+    planning.refresh_proposal(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:
-        print_plan(out, data)
+        views.print_plan(out, data)
 
 
 @app.command("import")
@@ -509,18 +445,16 @@ def import_(
                                       "tasks alike stay apart (default: the file's name without its suffix).",
                      show_default=False),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
-    from flows.import_cmd import import_prepared, prepare_import
-    from flows.views import print_skipped
-    from warehouse.store import Store
+    from flows import import_cmd, views  # deferred: Prefect, DuckDB and Arrow, which --help never needs
 
-    settings = _settings(config, data_dir, state_url)
-    prepared = prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
+    settings = cli_settings(config, data_dir, state_url)
+    prepared = import_cmd.prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
     if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"
@@ -528,14 +462,14 @@ def import_(
                     f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
         out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
                   markup=False, highlight=False, soft_wrap=True)
-    summary = import_prepared(Store.from_settings(settings), prepared, settings)
+    summary = import_cmd.import_prepared(open_store(settings), prepared, settings)
     if as_json:
-        _print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
+        print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
                      "already": summary.already, "file_already_imported": summary.file_already_imported,
                      "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
                      "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
         return
-    print_skipped(err, str(file), summary.skipped)
+    views.print_skipped(err, str(file), summary.skipped)
     if summary.file_already_imported:
         out.print(f"{file} was already imported as round {summary.round_id}; nothing changed"
                   + (f" (curated it: {summary.marks} marks)" if summary.marks else ""), markup=False, highlight=False)
@@ -561,18 +495,18 @@ def reviewer_add(
     role: Annotated[str, typer.Option("--role", help="reviewer or lead (leads adjudicate and approve releases).")] = "reviewer",
     email: EmailOpt = None,
     password_stdin: PasswordStdinOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """Create a reviewer account (the password is stored as a salted scrypt hash)."""
-    from flows.reviewer_cmd import add_reviewer_account
+    from flows.reviewer_cmd import add_reviewer_account  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings = _settings(config, data_dir, state_url)
+    settings = cli_settings(config, data_dir, state_url)
     user = add_reviewer_account(settings, name, role, password_stdin=password_stdin, email=email)
     if as_json:
-        _print_json({"name": user.name, "role": user.role, "active": True})
+        print_json({"name": user.name, "role": user.role, "active": True})
         return
     out.print(f"Added {user.role} {user.name}")
 
@@ -593,7 +527,7 @@ def reviewer_set(
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Set a new password, read from the first line of stdin.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
@@ -602,14 +536,14 @@ def reviewer_set(
     account on every page: a deactivated account is signed out and a demoted lead loses the lead's
     pages at once; a new password signs out the sessions opened with the old one. The only active
     lead is neither demoted nor deactivated (make another lead first)."""
-    from flows.reviewer_cmd import set_reviewer_account
+    from flows.reviewer_cmd import set_reviewer_account  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    settings = _settings(config, data_dir, state_url)
+    settings = cli_settings(config, data_dir, state_url)
     row = set_reviewer_account(settings, name, role=role, active=active, password_prompt=password,
                                password_stdin=password_stdin, email=email)
     reset = password or password_stdin
     if as_json:
-        _print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})
+        print_json({"name": row.name, "role": row.role, "active": bool(row.active), "password_reset": reset})
         return
     out.print(f"Updated {row.name}: {row.role}, {'active' if row.active else 'inactive'}"
               + (", new password" if reset else ""), markup=False, highlight=False)
@@ -617,20 +551,17 @@ def reviewer_set(
 
 @reviewer_app.command("list")
 def reviewer_list(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (see README, JSON output).")] = False,
+    as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
     """List reviewer accounts and their roles."""
-    from rich import box
-    from rich.table import Table
+    from flows.reviewer_cmd import reviewer_rows  # deferred: DuckDB and SQLAlchemy, which --help never needs
 
-    from flows.reviewer_cmd import reviewer_rows
-
-    rows = reviewer_rows(_settings(config, data_dir, state_url))
+    rows = reviewer_rows(cli_settings(config, data_dir, state_url))
     if as_json:
-        _print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
+        print_json({"reviewers": [{"name": r["name"], "role": r["role"], "active": bool(r["active"])} for r in rows]})
         return
     if not rows:
         out.print("No reviewer accounts yet; create one with: flywheel reviewer add NAME --role lead")
@@ -643,15 +574,9 @@ def reviewer_list(
     out.print(table)
 
 
-from flows.phone_cmd import register as _register_phone_commands  # noqa: E402  (after app and out exist)
-
-_register_phone_commands(app, out)
-
-from flows.label_studio_cmd import register as _register_label_studio_commands  # noqa: E402
-
-_register_label_studio_commands(
-    app, out, {"config": ConfigOpt, "data_dir": DataDirOpt, "state_url": StateUrlOpt, "existing_store": _existing_store}
-)
+app.command()(phone_cmd.families)
+app.command()(phone_cmd.gate)
+app.add_typer(label_studio_cmd.app, name="label-studio")
 
 
 from flows.learner_cmd import register as _register_learner_commands  # noqa: E402
@@ -662,8 +587,6 @@ _register_learner_commands(app, out, err)
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user mistakes become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
-    from flows.prefect_env import quiet_prefect
-
     quiet_prefect()  # before any command imports Prefect
     # the kill and fault tests' hooks; unset in normal runs
     killpoints.arm(os.environ.get("FLYWHEEL_KILL_AT"), os.environ.get("FLYWHEEL_HOLD_AT"),
@@ -675,15 +598,13 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click_errors.NoArgsIsHelpError as exc:
-        out.print(exc.ctx.get_help() if exc.ctx else exc.format_message(), markup=False, highlight=False)
-        sys.exit(0)
-    except click_errors.UsageError as exc:
-        hint = f" (see 'flywheel {exc.ctx.info_name} --help')" if exc.ctx and exc.ctx.parent else ""
+    except typer.TyperException as exc:  # Typer's copy of Click raises these; only their base class is public
+        ctx = getattr(exc, "ctx", None)  # a usage error carries the command it was made in; other errors do not
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no sub-command: its help, as --help shows it
+            out.print(ctx.get_help() if ctx else exc.format_message(), markup=False, highlight=False)
+            sys.exit(0)
+        hint = f" (see 'flywheel {ctx.info_name} --help')" if ctx is not None and ctx.parent else ""
         err.print(f"error: {exc.format_message()}{hint}", markup=False, highlight=False)
-        sys.exit(2)
-    except click_errors.ClickException as exc:
-        err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to continue where it stopped", highlight=False)

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from flows.feedback_cmd import EVAL_PREFIX, FEEDBACK_ROUND, FeedbackImport
+from flows.feedback_cmd import FEEDBACK_ROUND, FeedbackImport
 from flows.planning import mix_for
 from flows.stages.collect import collect_records, commit_records
 from generators.phone.families import get_family
 from generators.phone.gate import scenario_gate_reason
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints
-from warehouse.contract import EpisodeRecord, FeedbackRecord, TaskSpec
+from warehouse.contract import EVAL_PREFIX, EpisodeRecord, FeedbackRecord, TaskSpec
 from warehouse.errors import InputError
 from warehouse.ids import digest
 from warehouse.query import iter_records

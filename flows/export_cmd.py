@@ -15,6 +15,7 @@ from flows.prefect_window import publish_export
 from flows.progress import StepProgress
 from review_app.agreement import Overlap
 from review_app.final import final_decisions
+from review_app.release import get_approved_release, release_decisions, release_episode_ids
 from warehouse import state
 from warehouse.errors import InputError, StorageError, one_line
 from warehouse.settings import Settings
@@ -93,8 +94,6 @@ def export_release(
     settings: Settings | None = None, pairs: str | None = None, progress: bool = False,
 ) -> tuple[ExportResult, dict[str, Any]]:
     """Export exactly the episodes of an approved release (or refuse, in one line)."""
-    from review_app.release import get_approved_release, release_decisions, release_episode_ids
-
     rel = get_approved_release(store, release_id)
     if release_episode_ids(store, rel) is None:
         raise InputError(f"release {rel.id} no longer matches the decisions it was approved on; approve a new release")

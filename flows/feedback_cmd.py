@@ -19,7 +19,6 @@ from warehouse.query import iter_records
 from warehouse.store import Store
 
 FEEDBACK_ROUND = "feedback"  # feedback shards are filed under this pseudo-round
-EVAL_PREFIX = "eval-"  # an eval's episodes are filed under its batch id, which starts so (never a round's id)
 
 
 @dataclass

@@ -24,38 +24,20 @@ from pathlib import Path
 
 from flows.import_readers import READERS
 from flows.stages import curate_round
-from generators.importers.chat import BAD_SHAPE
 from generators.importers.openai_chat import (
-    MalformedRecord,
-    called_tools,
-    episode_from_record,
-    record_schemas,
     task_from_record,
 )
-from generators.importers.tool_schemas import BadToolSchemas, SchemaInference, normalised_schemas
-from generators.phone.tools import TOOLS
+from generators.importers.scan import ImportSummary, record_episode, scan_records
+from generators.importers.tool_schemas import BadToolSchemas, normalised_schemas
 from warehouse import killpoints, state
 from warehouse.contract import EpisodeRecord, TaskSpec
-from warehouse.errors import InputError, one_line
+from warehouse.errors import InputError
 from warehouse.jsonfile import file_sha256, read_records
 from warehouse.settings import Settings
 from warehouse.shards import ShardFile
 from warehouse.store import Store
 
 FORMATS = tuple(READERS)
-
-
-@dataclass
-class ImportSummary:
-    imported: int = 0
-    already: int = 0  # episodes already in the warehouse (or twice in the file)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
-    round_id: str | None = None  # the import's round (None: nothing new to import)
-    file_already_imported: bool = False  # this very file was imported before (as round_id)
-    marks: int = 0  # curation marks written now
-    records: int = 0  # usable records read
-    without_schemas: int = 0  # usable records with no tool schemas of their own
-    inferred_tools: list[str] = field(default_factory=list)  # tools whose schema was inferred from the calls
 
 
 @dataclass
@@ -80,7 +62,7 @@ class PreparedImport:
         """(record, its episode) for every usable record, in file order, read again from the file."""
         for rec in READERS[self.fmt](self.path, self.scorer):
             if not rec.problem:
-                ep, _ = _episode(rec, self.batch_id, self.created_at, self.source)
+                ep, _ = record_episode(rec, self.batch_id, self.created_at, self.source)
                 if ep is not None:
                     yield rec.value, ep
 
@@ -129,20 +111,6 @@ def source_name(path: Path, source: str | None) -> str:
     return source
 
 
-def _episode(rec, batch_id: str, now: datetime, source: str) -> tuple[EpisodeRecord | None, str]:
-    """The record's episode, or why it is skipped."""
-    try:
-        ep = episode_from_record(rec.value, batch_id=batch_id, created_at=now, source=source)
-        record_schemas(rec.value)  # a record's own tools that are no schemas skip it, not the import
-    except (MalformedRecord, BadToolSchemas) as exc:
-        return None, str(exc)
-    except RecursionError:
-        return None, "nested too deeply"
-    except BAD_SHAPE as exc:  # an odd value the checks did not name
-        return None, f"unexpected shape ({type(exc).__name__}: {exc})"
-    return ep, ""
-
-
 def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scorer: str | None = None,
                    source: str | None = None) -> PreparedImport:
     """Read and check ``path`` (nothing is written): the episodes and tasks, and the records that are malformed.
@@ -156,36 +124,11 @@ def prepare_import(path: Path, fmt: str, tools_path: Path | None = None, *, scor
         raise InputError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     sha = file_sha256(path)  # missing, a directory, unreadable: said here, first
     prepared = PreparedImport(path, fmt, sha, ImportSummary(), source_name(path, source), scorer, f"import-{sha[:12]}")
-    prepared.given = given = read_tool_schemas(tools_path) if tools_path is not None else {}
-    summary, inference = prepared.summary, SchemaInference()
-    for rec in READERS[fmt](path, scorer):  # one record at a time: what the second pass needs, not the records
-        if rec.problem:
-            summary.skipped.append((one_line(rec.where), one_line(rec.problem)))
-            continue
-        ep, why = _episode(rec, prepared.batch_id, prepared.created_at, prepared.source)
-        if ep is None:
-            summary.skipped.append((one_line(rec.where), one_line(why)))
-            continue
-        eid, task_id = ep.episode.episode_id, ep.episode.task_id
-        if eid in prepared.task_of:
-            summary.already += 1
-        prepared.task_of[eid] = task_id
-        summary.records += 1
-        called = called_tools(ep)
-        prepared.called[task_id] = list(dict.fromkeys(prepared.called.get(task_id, []) + called))
-        if record_schemas(rec.value) is None:  # one schema per undescribed tool, from every call to it in the file
-            summary.without_schemas += 1
-            for s in ep.steps:
-                if s.action.kind == "tool_call" and s.action.tool not in given and s.action.tool not in TOOLS:
-                    inference.add(s.action.tool, s.action.arguments)
-    if not prepared.task_of:
-        if not summary.skipped:
-            raise InputError(f"{path}: nothing to import (no records)")
-        where, why = summary.skipped[0]
-        raise InputError(f"{path}: nothing to import; {len(summary.skipped)} malformed record(s), first at "
-                         f"{where}: {why}")
-    prepared.inferred = inference.schemas()
-    summary.inferred_tools = sorted(prepared.inferred)
+    prepared.given = read_tool_schemas(tools_path) if tools_path is not None else {}
+    scan = scan_records(READERS[fmt](path, scorer), name=str(path), batch_id=prepared.batch_id,
+                        created_at=prepared.created_at, source=prepared.source, given=prepared.given)
+    prepared.summary, prepared.task_of, prepared.called, prepared.inferred = (scan.summary, scan.task_of,
+                                                                              scan.called, scan.inferred)
     return prepared
 
 

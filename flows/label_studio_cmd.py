@@ -2,6 +2,7 @@
 annotations back as review decisions. Thin: settings, a client, review_app's sync, print."""
 
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,13 +13,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from warehouse.errors import ConfigError
+from flows.cli_shared import ConfigOpt, DataDirOpt, JsonOpt, ProgressOpt, StateUrlOpt, existing_store, out
+from review_app.agreement import Overlap
+from warehouse.errors import ConfigError, InputError
 from warehouse.settings import Settings
 
 
 def label_studio_client(settings: Settings):
     """The real client for the configured server, its token checked (one line if not)."""
-    from review_app.label_studio.sdk_client import connect
+    from review_app.label_studio.sdk_client import connect  # deferred: the Label Studio SDK, which --help never needs
 
     ls = settings.label_studio
     if not ls.configured:
@@ -40,8 +43,7 @@ def _bar(enabled: bool, what: str, total: int | None) -> Iterator[Any]:
 
 def round_ids_for(store, round_id: str | None) -> list[str] | None:
     """``--round``: one round, ``all``, or (default) the latest round."""
-    from warehouse import state
-    from warehouse.errors import InputError
+    from warehouse import state  # deferred: SQLAlchemy, which --help never needs
 
     with store.session() as s:
         rounds = [r.id for r in state.list_rounds(session=s)]
@@ -57,7 +59,10 @@ def round_ids_for(store, round_id: str | None) -> list[str] | None:
 
 
 def run_push(settings: Settings, store, client, *, round_id: str | None, everything: bool, progress: bool):
-    from review_app.label_studio.sync import episodes_to_push, push
+    from review_app.label_studio.sync import (  # deferred: DuckDB and the SDK, which --help never needs
+        episodes_to_push,
+        push,
+    )
 
     rids = round_ids_for(store, round_id)
     total = len(episodes_to_push(store, rids, everything=everything))
@@ -66,7 +71,7 @@ def run_push(settings: Settings, store, client, *, round_id: str | None, everyth
 
 
 def run_pull(settings: Settings, store, client, *, progress: bool):
-    from review_app.label_studio.sync import pull
+    from review_app.label_studio.sync import pull  # deferred: as in run_push
 
     with _bar(progress, "pulling", None) as advance:
         return pull(store, client, settings.label_studio, progress=advance)
@@ -74,8 +79,7 @@ def run_pull(settings: Settings, store, client, *, progress: bool):
 
 def run_sync(settings: Settings, store, client, *, round_id: str | None, everything: bool, progress: bool) -> dict:
     """Push, pull, then the differences between Label Studio and the state database."""
-    from review_app.agreement import Overlap
-    from review_app.label_studio.sync import differences
+    from review_app.label_studio.sync import differences  # deferred: as in run_push
 
     pushed = run_push(settings, store, client, round_id=round_id, everything=everything, progress=progress)
     pulled = run_pull(settings, store, client, progress=progress)
@@ -97,75 +101,72 @@ def pull_line(p) -> str:
             f"a decision{created}{foreign}")
 
 
-def register(app: typer.Typer, out: Console, options: dict[str, Any]) -> None:
-    """Add the ``label-studio`` command group to ``app``."""
-    ls_app = typer.Typer(help="Review in Label Studio: push the queue as tasks, pull annotations as decisions.",
-                         no_args_is_help=True, rich_markup_mode=None)
-    app.add_typer(ls_app, name="label-studio")
-    ConfigOpt, DataDirOpt, StateUrlOpt = options["config"], options["data_dir"], options["state_url"]
-    existing_store = options["existing_store"]
-    RoundOpt = Annotated[str | None, typer.Option("--round", help="Round to push: an id, or 'all' (default: the latest).")]
-    AllOpt = Annotated[bool, typer.Option("--all", help="Push every episode, not only those curation routed to people.")]
-    ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
-    JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+app = typer.Typer(help="Review in Label Studio: push the queue as tasks, pull annotations as decisions.",
+                  no_args_is_help=True, rich_markup_mode=None)
+RoundOpt = Annotated[str | None, typer.Option("--round", help="Round to push: an id, or 'all' (default: the latest).")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Push every episode, not only those curation routed to people.")]
 
-    def _emit(as_json: bool, payload: dict, line: str) -> None:
-        import json
 
-        if as_json:
-            out.print_json(json.dumps(payload, default=str))
-        else:
-            out.print(line, markup=False, highlight=False)
 
-    @ls_app.command("push")
-    def push_cmd(round_id: RoundOpt = None, everything: AllOpt = False, progress: ProgressOpt = True,
-                 as_json: JsonOpt = False, config: ConfigOpt = None, data_dir: DataDirOpt = None,
-                 state_url: StateUrlOpt = None) -> None:
-        """Create or update the project and its tasks (one per episode; pushing twice creates nothing twice)."""
-        settings, store = existing_store(config, data_dir, state_url)
-        summary = run_push(settings, store, label_studio_client(settings), round_id=round_id, everything=everything,
-                           progress=progress)
-        _emit(as_json, asdict(summary), push_line(summary))
+def _emit(as_json: bool, payload: dict, line: str) -> None:
+    if as_json:
+        out.print_json(json.dumps(payload, default=str))
+    else:
+        out.print(line, markup=False, highlight=False)
 
-    @ls_app.command("pull")
-    def pull_cmd(progress: ProgressOpt = True, as_json: JsonOpt = False, config: ConfigOpt = None,
-                 data_dir: DataDirOpt = None, state_url: StateUrlOpt = None) -> None:
-        """Annotations to review decisions: new, edited and deleted ones, all or nothing."""
-        settings, store = existing_store(config, data_dir, state_url)
-        summary = run_pull(settings, store, label_studio_client(settings), progress=progress)
-        _emit(as_json, asdict(summary), pull_line(summary))
 
-    @ls_app.command("sync")
-    def sync_cmd(round_id: RoundOpt = None, everything: AllOpt = False, progress: ProgressOpt = True,
-                 as_json: JsonOpt = False, config: ConfigOpt = None, data_dir: DataDirOpt = None,
-                 state_url: StateUrlOpt = None) -> None:
-        """Push, pull, and report where Label Studio and the state database differ."""
-        from review_app.label_studio.sync import PullSummary, PushSummary
+@app.command("push")
+def push_cmd(round_id: RoundOpt = None, everything: AllOpt = False, progress: ProgressOpt = True,
+             as_json: JsonOpt = False, config: ConfigOpt = None, data_dir: DataDirOpt = None,
+             state_url: StateUrlOpt = None) -> None:
+    """Create or update the project and its tasks (one per episode; pushing twice creates nothing twice)."""
+    settings, store = existing_store(config, data_dir, state_url)
+    summary = run_push(settings, store, label_studio_client(settings), round_id=round_id, everything=everything,
+                       progress=progress)
+    _emit(as_json, asdict(summary), push_line(summary))
 
-        settings, store = existing_store(config, data_dir, state_url)
-        result = run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=everything,
-                          progress=progress)
-        kinds = Counter(d["kind"] for d in result["differences"])
-        lines = [push_line(PushSummary(**result["push"])), pull_line(PullSummary(**result["pull"]))]
-        if kinds:
-            lines.append("Differences: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(kinds.items())))
-            lines += [f"  {d['kind']}: {d['episode_id']} {d['detail']}" for d in result["differences"][:10]]
-        else:
-            lines.append("No differences between Label Studio and the state database")
-        _emit(as_json, result, "\n".join(lines))
 
-    @ls_app.command("screens")
-    def screens_cmd(
-        port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to serve on.")] = 8090,
-        host: Annotated[str, typer.Option("--host", help="Address to bind (default: this machine only).")] = "127.0.0.1",
-        config: ConfigOpt = None, data_dir: DataDirOpt = None, state_url: StateUrlOpt = None,
-    ) -> None:
-        """Serve the step screens tasks link to (point label_studio.screens_url at this address)."""
-        import uvicorn
+@app.command("pull")
+def pull_cmd(progress: ProgressOpt = True, as_json: JsonOpt = False, config: ConfigOpt = None,
+             data_dir: DataDirOpt = None, state_url: StateUrlOpt = None) -> None:
+    """Annotations to review decisions: new, edited and deleted ones, all or nothing."""
+    settings, store = existing_store(config, data_dir, state_url)
+    summary = run_pull(settings, store, label_studio_client(settings), progress=progress)
+    _emit(as_json, asdict(summary), pull_line(summary))
 
-        from review_app.label_studio.screens_server import screens_app
 
-        _, store = existing_store(config, data_dir, state_url)
-        out.print(f"Serving step screens at http://{host}:{port}/EPISODE/STEP.svg (Ctrl+C stops)", markup=False,
-                  highlight=False)
-        uvicorn.run(screens_app(store), host=host, port=port, log_level="warning")
+@app.command("sync")
+def sync_cmd(round_id: RoundOpt = None, everything: AllOpt = False, progress: ProgressOpt = True,
+             as_json: JsonOpt = False, config: ConfigOpt = None, data_dir: DataDirOpt = None,
+             state_url: StateUrlOpt = None) -> None:
+    """Push, pull, and report where Label Studio and the state database differ."""
+    from review_app.label_studio.sync import PullSummary, PushSummary  # deferred: as in run_push
+
+    settings, store = existing_store(config, data_dir, state_url)
+    result = run_sync(settings, store, label_studio_client(settings), round_id=round_id, everything=everything,
+                      progress=progress)
+    kinds = Counter(d["kind"] for d in result["differences"])
+    lines = [push_line(PushSummary(**result["push"])), pull_line(PullSummary(**result["pull"]))]
+    if kinds:
+        lines.append("Differences: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(kinds.items())))
+        lines += [f"  {d['kind']}: {d['episode_id']} {d['detail']}" for d in result["differences"][:10]]
+    else:
+        lines.append("No differences between Label Studio and the state database")
+    _emit(as_json, result, "\n".join(lines))
+
+
+@app.command("screens")
+def screens_cmd(
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to serve on.")] = 8090,
+    host: Annotated[str, typer.Option("--host", help="Address to bind (default: this machine only).")] = "127.0.0.1",
+    config: ConfigOpt = None, data_dir: DataDirOpt = None, state_url: StateUrlOpt = None,
+) -> None:
+    """Serve the step screens tasks link to (point label_studio.screens_url at this address)."""
+    import uvicorn  # deferred: the testserver extra; only this command serves
+
+    from review_app.label_studio.screens_server import screens_app  # deferred: Starlette, of the same extra
+
+    _, store = existing_store(config, data_dir, state_url)
+    out.print(f"Serving step screens at http://{host}:{port}/EPISODE/STEP.svg (Ctrl+C stops)", markup=False,
+              highlight=False)
+    uvicorn.run(screens_app(store), host=host, port=port, log_level="warning")

@@ -6,9 +6,10 @@ from typing import Any
 
 from generators.model_collect import ModelPolicy
 from generators.model_user import ModelUser
-from generators.models import Engine, EngineConfig
+from generators.models import EndpointRefused, Engine, EngineConfig
 from generators.models.journal import GroupCommitJournal
 from generators.models.limits import Bookings
+from generators.models.server_log import log_for
 from warehouse import killpoints, state
 from warehouse.contract import USER_KEY
 from warehouse.errors import ConfigError
@@ -26,7 +27,7 @@ def require_model(cfg: OpenAISettings) -> str:
 def probe(settings: Settings) -> None:
     """One clear line before any work if the endpoint is unreachable, refuses the key or lacks the model."""
     cfg = settings.openai
-    from generators.models import probe_endpoint
+    from generators.models import probe_endpoint  # deferred: the openai client, about a second
 
     probe_endpoint(base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
                    timeout_s=min(cfg.timeout_s, 15.0))
@@ -56,8 +57,7 @@ def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model
     ``workers`` engines run at once (one per shard being collected): each gets its share of
     ``cfg.concurrency``, and all book their calls in ``bookings`` (shared limits) when given."""
     # the client's own timeout is a backstop; the engine times each attempt itself
-    from generators.models import OpenAIEndpoint
-    from generators.models.server_log import log_for
+    from generators.models import OpenAIEndpoint  # deferred: the openai client, about a second
 
     endpoint = OpenAIEndpoint(base_url=base_url, api_key=api_key, model=model, timeout_s=cfg.timeout_s + 5,
                               server_log=log_for(base_url))
@@ -66,7 +66,7 @@ def engine_for(cfg: OpenAISettings, *, base_url: str | None, api_key: str, model
     return Engine(endpoint, config, bookings=bookings, limit_key=f"openai:{base_url}:{model}")
 
 
-def make_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
+def make_model_engine(settings: Settings, store: Store | None = None, *, workers: int = 1) -> Engine:
     """The engine of the round's own model (``[openai]``), its limits shared through ``store``."""
     cfg = settings.openai
     return engine_for(cfg, base_url=cfg.base_url, api_key=cfg.checked_key(), model=require_model(cfg),
@@ -91,7 +91,7 @@ def probe_user(settings: Settings) -> None:
     if not settings.user.enabled:
         return
     model, key = user_checked(settings)
-    from generators.models import EndpointRefused, probe_endpoint
+    from generators.models import probe_endpoint  # deferred: the openai client, about a second
 
     try:
         probe_endpoint(base_url=settings.user.base_url, api_key=key, model=model,
@@ -119,8 +119,9 @@ def log_refusals(engine: Engine, who: str) -> None:
     """One warning in the Prefect log per distinct message the model server refused requests with."""
     if not engine.stats.rejections:
         return
+    # deferred: Prefect, a second; the CLI's probe imports this module and must fail fast
     from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
+    from prefect.logging import get_run_logger  # deferred: as above
 
     try:
         logger = get_run_logger()

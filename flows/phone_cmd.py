@@ -1,5 +1,7 @@
 """``flywheel families`` and ``flywheel gate``: look at the task families and their gate.
 
+The two commands are plain functions; ``flows.cli`` adds them to the app.
+
 Thin: parse options, call generators.phone, print. Unknown families and knobs are
 ConfigErrors, which the command line prints as one line.
 """
@@ -10,16 +12,16 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from flows.cli_shared import JsonOpt, out
 from warehouse.errors import ConfigError
 
 
 def family_rows() -> list[dict[str, Any]]:
     """What ``flywheel families`` shows: per family its capability, knobs and tool count."""
-    from generators.phone.families import FAMILIES
+    from generators.phone.families import FAMILIES  # deferred: the families, ~90 ms that --help never needs
 
     return [{"id": f.id, "title": f.title, "capability": f.capability, "tags": list(f.tags),
              "knobs": dict(f.knobs), "max_level": f.max_difficulty, "tools": len(f.tools),
@@ -39,7 +41,7 @@ def parse_knobs(items: list[str]) -> dict[str, int]:
 
 def chosen_families(spec: str | None, knobs: dict[str, int]) -> list[Any]:
     """The families named in ``spec`` (comma-separated; default all), checked against ``knobs``."""
-    from generators.phone.families import FAMILIES, UnknownFamilyError, get_family
+    from generators.phone.families import FAMILIES, UnknownFamilyError, get_family  # deferred: as in family_rows
 
     ids = [f.strip().upper() for f in spec.split(",") if f.strip()] if spec else sorted(FAMILIES)
     try:
@@ -56,48 +58,43 @@ def chosen_families(spec: str | None, knobs: dict[str, int]) -> list[Any]:
     return families
 
 
-def register(app: typer.Typer, out: Console) -> None:
-    """Add the two commands to the ``flywheel`` app."""
+def families(as_json: JsonOpt = False) -> None:
+    """List the task families: capability, difficulty knobs and tool count."""
+    rows = family_rows()
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    table = Table("id", "family", "capability", "knobs (levels 1-3)", "tools", "templates")
+    for r in rows:
+        knobs = "; ".join(f"{k}: {v}" for k, v in r["knobs"].items())
+        table.add_row(r["id"], r["title"], r["capability"], knobs, str(r["tools"]), str(r["templates"]))
+    out.print(table)
 
-    @app.command()
-    def families(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
-        """List the task families: capability, difficulty knobs and tool count."""
-        rows = family_rows()
-        if as_json:
-            out.print_json(json.dumps(rows))
-            return
-        table = Table("id", "family", "capability", "knobs (levels 1-3)", "tools", "templates")
-        for r in rows:
-            knobs = "; ".join(f"{k}: {v}" for k, v in r["knobs"].items())
-            table.add_row(r["id"], r["title"], r["capability"], knobs, str(r["tools"]), str(r["templates"]))
-        out.print(table)
+def gate(
+    family: Annotated[str | None, typer.Option("--family", help="Family id(s), comma-separated (default: all).")] = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Instances per family (seeds 0..N-1).")] = 50,
+    difficulty: Annotated[
+        int | None, typer.Option("--difficulty", min=1, max=3, help="Fixed difficulty (default: cycle 1-3).")
+    ] = None,
+    knob: Annotated[
+        list[str] | None, typer.Option("--knob", help="Set one knob apart from the difficulty: NAME=LEVEL.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the generation gate and report per family: tried, kept, rejections by reason."""
+    from generators.phone.gate import gate_report  # deferred: as in family_rows
 
-    @app.command()
-    def gate(
-        family: Annotated[str | None, typer.Option("--family", help="Family id(s), comma-separated (default: all).")] = None,
-        seeds: Annotated[int, typer.Option("--seeds", min=1, help="Instances per family (seeds 0..N-1).")] = 50,
-        difficulty: Annotated[
-            int | None, typer.Option("--difficulty", min=1, max=3, help="Fixed difficulty (default: cycle 1-3).")
-        ] = None,
-        knob: Annotated[
-            list[str] | None, typer.Option("--knob", help="Set one knob apart from the difficulty: NAME=LEVEL.")
-        ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-    ) -> None:
-        """Run the generation gate and report per family: tried, kept, rejections by reason."""
-        from generators.phone.gate import gate_report
-
-        knobs = parse_knobs(knob or [])
-        chosen = chosen_families(family, knobs)
-        if as_json:
-            report = gate_report(chosen, seeds, difficulty, knobs)
-            out.print_json(json.dumps(report))
-            return
-        with Progress(console=out, transient=True) as progress:
-            bar = progress.add_task("gating", total=seeds * len(chosen))
-            report = gate_report(chosen, seeds, difficulty, knobs, on_task=lambda _: progress.advance(bar))
-        table = Table("family", "tried", "kept", "kept %", "rejections by reason")
-        for fid, r in report.items():
-            why = ", ".join(f"{k} {v}" for k, v in r["rejections"].items()) or "none"
-            table.add_row(fid, str(r["tried"]), str(r["kept"]), f"{100 * r['kept_share']:.1f}", why)
-        out.print(table)
+    knobs = parse_knobs(knob or [])
+    chosen = chosen_families(family, knobs)
+    if as_json:
+        report = gate_report(chosen, seeds, difficulty, knobs)
+        out.print_json(json.dumps(report))
+        return
+    with Progress(console=out, transient=True) as progress:
+        bar = progress.add_task("gating", total=seeds * len(chosen))
+        report = gate_report(chosen, seeds, difficulty, knobs, on_task=lambda _: progress.advance(bar))
+    table = Table("family", "tried", "kept", "kept %", "rejections by reason")
+    for fid, r in report.items():
+        why = ", ".join(f"{k} {v}" for k, v in r["rejections"].items()) or "none"
+        table.add_row(fid, str(r["tried"]), str(r["kept"]), f"{100 * r['kept_share']:.1f}", why)
+    out.print(table)

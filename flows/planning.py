@@ -1,4 +1,4 @@
-"""The next plan from the latest feedback: read feedback, call the pure planner."""
+"""The next plan from the latest feedback: read feedback, call the pure mix and batch plan."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from generators.batch_plan import Plan, plan_round, round_seed
 from generators.competence import Competence, batch_order, competence_history, competence_table, is_report
-from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix
+from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix, released_mix
 from generators.phone.families import FAMILIES, get_family
-from generators.planner import Plan, plan_round, round_seed
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.contract import FeedbackRecord
@@ -110,16 +110,11 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
     batch = latest_feedback_batch(store) if r.adaptive else None
     source = f"feedback {batch}" if batch else "even"
     rel = pending_release(store) if use_release else None
-    if rel is not None:
-        shares = {f: float(v) for f, v in rel.sampling_plan.get("families", {}).items() if f in mix and v > 0}
-        if shares:
-            episodes = int(rel.sampling_plan.get("episodes") or episodes)
-            weights = shares
-            families = [f for f in families if f in shares]
-            levels = rel.sampling_plan.get("difficulties") or {}
-            difficulties.update({f: int(v) for f, v in levels.items() if f in shares and isinstance(v, int)})
-            reasons = {f: f"{rel.id} approved by {rel.approved_by}: {shares[f]:.0%}; {mix[f].reason}" for f in families}
-            source = f"release {rel.id}"
+    released = (released_mix(rel.sampling_plan, rel.id, rel.approved_by, mix, families, episodes, difficulties)
+                if rel is not None else None)
+    if released is not None:
+        episodes, weights, families = released.episodes, released.weights, released.families
+        difficulties, reasons, source = released.difficulties, released.reasons, released.source
     return plan_round(
         episodes=episodes,
         rollouts=r.rollouts,

@@ -18,8 +18,9 @@ MARKS = {"needs_review": "flagged by curation", "sampled": "sampled for a spot c
 
 def rename_this_run(name: str) -> None:
     """Give the flow run in progress the name ``name`` (Prefect's random names say nothing)."""
+    # deferred: Prefect, a second; export imports this module and runs without it
     from prefect.client.orchestration import get_client
-    from prefect.runtime import flow_run
+    from prefect.runtime import flow_run  # deferred: as above
 
     if not flow_run.id:
         return
@@ -32,7 +33,7 @@ def rename_this_run(name: str) -> None:
 
 def shard_run_name() -> str:
     """A collect task run's name: its round and the shards it collects (``r0007/s003``, ``r0007/s000-s003``)."""
-    from prefect.runtime import task_run
+    from prefect.runtime import task_run  # deferred: as in rename_this_run
 
     params = task_run.parameters or {}
     keys = list(params.get("keys") or [])
@@ -42,7 +43,7 @@ def shard_run_name() -> str:
 
 def publish(key: str, markdown: str, description: str) -> None:
     """A Markdown artifact under ``key`` (lower case, digits and dashes), its latest version shown first."""
-    from prefect.artifacts import create_markdown_artifact
+    from prefect.artifacts import create_markdown_artifact  # deferred: as in rename_this_run
 
     try:
         create_markdown_artifact(markdown=markdown, key=artifact_key(key), description=description)
@@ -56,7 +57,7 @@ def artifact_key(text: str) -> str:
 
 
 def _log_warning(message: str) -> None:
-    from flows.progress import run_log
+    from flows.stages.context import run_log  # deferred: it imports Prefect, which an export runs without
 
     run_log().warning(message)
 

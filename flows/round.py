@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefect import flow
+from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
+from curation.costs import NO_COSTS, round_costs
 from curation.export_source import MODEL_ATTEMPT
-from flows.costs import NO_COSTS, round_costs
 from flows.interrupt import keep_stopping_at_once
 from flows.planning import refresh_proposal
 from flows.prefect_window import publish, rename_this_run, round_markdown
@@ -32,6 +33,7 @@ from flows.stages.curate import curate_task
 from flows.stages.plan import finish_round, plan_task, selected_families
 from flows.stages.sync import sync_task
 from flows.stages.write import write_tasks_task
+from flows.temp_server import start_guarded_server
 from flows.views import status_rows
 from warehouse import killpoints, state
 from warehouse.errors import OrchestratorError
@@ -187,8 +189,6 @@ EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect 
 
 def round_flow(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
     """Run (or resume) one round on ``settings`` with its task runner, and return its summary."""
-    from flows.temp_server import start_guarded_server
-
     try:
         start_guarded_server()  # stopped when this process is gone, even killed outright
         return _round.with_options(task_runner=task_runner(settings))(settings, show_progress)
@@ -204,7 +204,6 @@ def orchestrator_error(settings: Settings, exc: Exception) -> OrchestratorError 
     cluster), else None."""
     if isinstance(exc, RuntimeError) and EPHEMERAL_TIMEOUT in str(exc):
         # before the round's first task: nothing was written
-        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
         return OrchestratorError(
             f"Prefect's temporary server did not start within {PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s "

@@ -18,7 +18,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 
 from flows.stages.context import die_with_parent, workers
 from warehouse.errors import ConfigError, OrchestratorError, first_line, one_line
@@ -65,11 +65,9 @@ def task_runner(settings: Settings) -> TaskRunner:
     if kind == "threads":
         return ThreadPoolTaskRunner(max_workers=n)
     if kind == "processes":
-        from prefect.task_runners import ProcessPoolTaskRunner
-
         return ProcessPoolTaskRunner(max_workers=n, initializer=die_with_parent)
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner  # deferred: the dask extra, optional
     except ImportError as exc:
         raise ConfigError("round.runner = 'dask' needs prefect-dask: pip install 'agent-flywheel[dask]'") from exc
     if settings.round.dask_address:
@@ -113,7 +111,7 @@ def check_dask_scheduler(settings: Settings) -> None:
 
 def _dask_handshake(address: str) -> None:
     """OSError unless a Dask scheduler completes Dask's handshake at ``address`` in time."""
-    from distributed.comm import connect
+    from distributed.comm import connect  # deferred: the dask extra, optional
 
     async def handshake() -> None:
         comm = await asyncio.wait_for(connect(address, timeout=DASK_CONNECT_TIMEOUT_S), DASK_CONNECT_TIMEOUT_S)
@@ -135,9 +133,9 @@ def cluster_lost(settings: Settings, exc: BaseException) -> OrchestratorError | 
     connection lost, its workers killed), else None."""
     if runner_kind(settings) != "dask":
         return None
-    from distributed import KilledWorker
-    from distributed.client import FutureCancelledError
-    from distributed.comm import CommClosedError
+    from distributed import KilledWorker  # deferred: the dask extra, optional
+    from distributed.client import FutureCancelledError  # deferred: the dask extra, optional
+    from distributed.comm import CommClosedError  # deferred: the dask extra, optional
 
     if not (isinstance(exc, (FutureCancelledError, CommClosedError, KilledWorker))
             or (isinstance(exc, OSError) and str(exc).startswith("Timed out trying to connect"))):
@@ -155,7 +153,7 @@ def cluster_executor(runner: str) -> Iterator[Executor | None]:
     if runner != "dask":
         yield None
         return
-    from prefect_dask import get_dask_client
+    from prefect_dask import get_dask_client  # deferred: the dask extra, optional
 
     with get_dask_client() as client:
         yield client.get_executor()

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.client.schemas.schedules import CronSchedule
+from prefect.deployments.runner import EntrypointType
 from prefect.states import Completed
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from flows.planning import nightly_episodes
 from flows.prefect_window import rename_this_run
@@ -95,9 +99,6 @@ def deploy_nightly(*, pool: str, data_dir: str, state_url: str | None, config: P
 
 def url_without_password(url: str) -> str:
     """``url`` with its password left out (a database URL; anything else as it is)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -108,9 +109,6 @@ def url_without_password(url: str) -> str:
 
 def _deployment(*, data_dir: str, config: Path | None, cron: str, timezone: str) -> dict[str, Any]:
     """What the served and the pooled deployment share: name, schedule, parameters, description."""
-    from prefect.client.schemas.schedules import CronSchedule
-    from prefect.deployments.runner import EntrypointType
-
     return {
         "name": DEPLOYMENT_NAME,
         "schedules": [CronSchedule(cron=cron, timezone=timezone)],

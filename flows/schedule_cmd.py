@@ -6,8 +6,10 @@ import os
 import urllib.request
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 
+from flows.prefect_env import configure_prefect
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -15,8 +17,8 @@ from warehouse.store import Store
 
 def check_schedule(cron: str, timezone: str) -> None:
     """One line for a cron expression or time zone that Prefect would refuse."""
+    # deferred: Prefect reads PREFECT_HOME at import; configure_prefect sets it first
     from prefect.client.schemas.schedules import CronSchedule
-    from pydantic import ValidationError
 
     try:
         CronSchedule(cron=cron, timezone=timezone)
@@ -47,7 +49,6 @@ def _ready(settings: Settings, *, command: str, cron: str, timezone: str) -> Non
         )
     check_server(api)
     Store.from_settings(settings)  # a bad data directory or state URL fails here
-    from flows.prefect_env import configure_prefect
 
     configure_prefect(settings.local_root())
     check_schedule(cron, timezone)
@@ -55,7 +56,7 @@ def _ready(settings: Settings, *, command: str, cron: str, timezone: str) -> Non
 
 def serve_command(settings: Settings, *, config: Path | None, cron: str, timezone: str, console: Console) -> None:
     _ready(settings, command="serve", cron=cron, timezone=timezone)
-    from flows.schedule import DEPLOYMENT_NAME, serve_nightly
+    from flows.schedule import DEPLOYMENT_NAME, serve_nightly  # deferred: Prefect, after configure_prefect
 
     console.print(
         f"Serving deployment flywheel-scheduled-round/{DEPLOYMENT_NAME} on '{cron}' ({timezone}); "
@@ -71,7 +72,7 @@ def deploy_command(settings: Settings, *, pool: str, config: Path | None, cron: 
     if not pool.strip():
         raise ConfigError("--pool needs the name of a Prefect work pool")
     _ready(settings, command="deploy", cron=cron, timezone=timezone)
-    from flows.schedule import DEPLOYMENT_NAME, deploy_nightly
+    from flows.schedule import DEPLOYMENT_NAME, deploy_nightly  # deferred: Prefect, after configure_prefect
 
     created = ensure_work_pool(pool)
     deploy_nightly(pool=pool, data_dir=settings.data_location(), state_url=settings.state_url, config=config,
@@ -86,9 +87,9 @@ def deploy_command(settings: Settings, *, pool: str, config: Path | None, cron: 
 
 def ensure_work_pool(name: str) -> bool:
     """Create a process work pool ``name`` unless one exists (of any type); True if created."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
+    from prefect.client.orchestration import get_client  # deferred: Prefect, after configure_prefect
+    from prefect.client.schemas.actions import WorkPoolCreate  # deferred: as above
+    from prefect.exceptions import ObjectNotFound  # deferred: as above
 
     with get_client(sync_client=True) as client:
         try:

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from typing import Any
 
+from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE
+
 # The watchdog: polls once a second whether its parent (the command) still lives; once it does not,
 # stops the server (SIGTERM, then SIGKILL after 5 s), unless the server went first (a normal exit
 # stops it). A pid is only signalled while it is still the server's (its command line says so): a
@@ -48,10 +50,9 @@ def start_guarded_server() -> None:
     """Start Prefect's temporary server with its watchdog, unless a server is configured (PREFECT_API_URL)
     or this machine has no /proc (the watchdog checks a pid is the server's there): then Prefect starts
     its own as it would. Raises Prefect's RuntimeError if the server does not come up."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE
-
     if PREFECT_API_URL.value() or not PREFECT_SERVER_ALLOW_EPHEMERAL_MODE.value() or not os.path.isdir("/proc"):
         return
+    # deferred: Prefect's server stack, only when a round starts its own
     from prefect.server.api.server import SubprocessASGIServer
 
     server = SubprocessASGIServer()  # the instance Prefect's own clients ask for

@@ -187,3 +187,36 @@ def harness_reports(failures: list[FailureCount]) -> list[str]:
         "fix the harness (skills, exposed tools, retrieval, memory), not the data"
         for fam, c in sorted(per.items())
     ]
+
+
+@dataclass(frozen=True)
+class ReleasedMix:
+    """The sizes and mix a lead approved with a release, in place of the planner's own."""
+
+    episodes: int
+    weights: dict[str, float]
+    families: list[str]
+    difficulties: dict[str, int]
+    reasons: dict[str, str]
+    source: str
+
+
+def released_mix(sampling_plan: dict, release: str, approved_by: str, mix: dict[str, FamilyMix], families: list[str],
+                 episodes: int, difficulties: dict[str, int]) -> ReleasedMix | None:
+    """What a release's approved ``sampling_plan`` makes of the next round: its episodes (else
+    ``episodes``) and its family shares (only families in ``mix``, with a share above nothing), the
+    levels it names, each reason prefixed by who approved it. None when it names no usable share.
+    Difficulty otherwise follows competence (``difficulties``)."""
+    shares = {f: float(v) for f, v in sampling_plan.get("families", {}).items() if f in mix and v > 0}
+    if not shares:
+        return None
+    kept = [f for f in families if f in shares]
+    levels = sampling_plan.get("difficulties") or {}
+    return ReleasedMix(
+        episodes=int(sampling_plan.get("episodes") or episodes),
+        weights=shares,
+        families=kept,
+        difficulties=difficulties | {f: int(v) for f, v in levels.items() if f in shares and isinstance(v, int)},
+        reasons={f: f"{release} approved by {approved_by}: {shares[f]:.0%}; {mix[f].reason}" for f in kept},
+        source=f"release {release}",
+    )

@@ -16,7 +16,7 @@ from generators.collect import Turn, collect_episode, collect_episodes
 from generators.models.endpoint import ChatRequest, RequestRejected, TransientFailure
 from generators.models.engine import Engine
 from generators.models.journal import MemoryJournal, ReplyJournal
-from generators.policies.model_planner import conversation, parse_reply, request_headers, tool_schemas, with_call_id
+from generators.policies.model_chat import conversation, parse_reply, request_headers, tool_schemas, with_call_id
 from warehouse.contract import Cost, EpisodeRecord, Step, TaskSpec
 
 __all__ = ["MemoryJournal", "ModelPolicy", "ReplyJournal", "run_model_episode", "run_model_episodes"]
@@ -39,9 +39,10 @@ class ModelPolicy:
 
 
 @dataclass(frozen=True)
-class ModelPlanner:
-    """The model policy in the collector's interface: ``policy``'s identity and limits, the shared
-    ``engine`` for the calls, the ``journal`` that makes every committed reply exactly-once."""
+class BoundModelPolicy:
+    """A ModelPolicy bound to its engine and journal, in the collector's interface: ``policy``'s
+    identity and limits, the shared ``engine`` for the calls, the ``journal`` that makes every
+    committed reply exactly-once."""
 
     policy: ModelPolicy
     engine: Engine
@@ -60,19 +61,19 @@ class ModelPlanner:
 class ModelActor:
     """One episode over the model: a journaled reply is replayed, any other is requested."""
 
-    def __init__(self, planner: ModelPlanner, task: TaskSpec, eid: str, rollout: int):
-        self.planner, self.task, self.eid = planner, task, eid
+    def __init__(self, bound: BoundModelPolicy, task: TaskSpec, eid: str, rollout: int):
+        self.bound, self.task, self.eid = bound, task, eid
         self.tools = tool_schemas(task)
         self.allowed = set(task.tools)
         self.headers = request_headers(task, eid, rollout)
-        self.journaled = planner.journal.replies(eid)
+        self.journaled = bound.journal.replies(eid)
 
     async def act(self, steps: list[Step]) -> Turn:
         index = len(steps)
         request = ChatRequest(messages=conversation(self.task, steps), tools=self.tools, tool_choice="auto",
-                              max_tokens=self.planner.policy.max_tokens, headers=self.headers)
+                              max_tokens=self.bound.policy.max_tokens, headers=self.headers)
         try:
-            reply = await self.planner.engine.journaled(self.planner.journal, self.eid, index, request,
+            reply = await self.bound.engine.journaled(self.bound.journal, self.eid, index, request,
                                                         known=self.journaled)
         except RequestRejected as exc:  # this conversation cannot go on; the endpoint itself is fine
             return Turn(stop="request_rejected", detail=str(exc))  # the server's own message, as it said it
@@ -89,7 +90,7 @@ async def run_model_episode(task: TaskSpec, policy: ModelPolicy, engine: Engine,
                             rollout: int, round_id: str, batch_id: str, created_at: datetime) -> EpisodeRecord:
     """Run the model on ``task`` (see :func:`generators.collect.collect_episode`). EndpointDown /
     EndpointRefused propagate: the round must stop."""
-    return await collect_episode(task, ModelPlanner(policy, engine, journal), rollout=rollout, round_id=round_id,
+    return await collect_episode(task, BoundModelPolicy(policy, engine, journal), rollout=rollout, round_id=round_id,
                                  batch_id=batch_id, created_at=created_at)
 
 
@@ -98,5 +99,5 @@ async def run_model_episodes(jobs: list[tuple[TaskSpec, int]], policy: ModelPoli
                              created_at: datetime) -> list[EpisodeRecord]:
     """Run ``(task, rollout)`` jobs concurrently (the engine bounds the calls); records in job order
     (see :func:`generators.collect.collect_episodes`)."""
-    return await collect_episodes(jobs, ModelPlanner(policy, engine, journal), round_id=round_id,
+    return await collect_episodes(jobs, BoundModelPolicy(policy, engine, journal), round_id=round_id,
                                   batch_id=batch_id, created_at=created_at)

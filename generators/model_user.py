@@ -18,7 +18,7 @@ from generators.models.endpoint import ChatReply, ChatRequest, RequestRejected, 
 from generators.models.engine import Engine
 from generators.models.journal import ReplyJournal
 from generators.phone.user import UserAnswer, judge_user_reply, scripted_user_reply, user_prompt
-from generators.policies.model_planner import EPISODE_HEADER, TASK_HEADER
+from generators.policies.model_chat import EPISODE_HEADER, TASK_HEADER
 from warehouse.contract import FALLBACK, USER_KEY, TaskSpec  # USER_KEY: also the test server's episode header
 
 

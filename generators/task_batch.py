@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from generators.batch_plan import TaskSlot
 from generators.phone.families.base import Family
 from generators.phone.gate import scenario_gate_reason
-from generators.planner import TaskSlot
 from generators.writers.template import TemplateWriter
 from warehouse.contract import TaskSpec, variant_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from flows.costs import round_costs
+from curation.costs import round_costs
 from warehouse import state
 from warehouse.settings import ModelPrice
 from warehouse.store import Store

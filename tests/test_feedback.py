@@ -11,7 +11,7 @@ from flows import stages
 from flows.eval_cmd import plan_eval, run_eval
 from flows.feedback_cmd import import_feedback
 from flows.planning import next_plan
-from generators.planner import Plan
+from generators.batch_plan import Plan
 from tests.conftest import cli_env, flywheel
 from warehouse.errors import InputError
 from warehouse.settings import load_settings

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from flows.stages import write_tasks
+from generators.batch_plan import plan_round
 from generators.phone import families as families_module
 from generators.phone.families.f01_crud import ContactCrud
-from generators.planner import plan_round
 from warehouse import state
 from warehouse.store import Store
 

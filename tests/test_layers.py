@@ -238,3 +238,26 @@ def test_every_model_call_goes_through_the_engine():
         return engine_for(OpenAISettings(), base_url="http://127.0.0.1:9/v1", api_key="none", model="m")
 
     assert isinstance(asyncio.run(build()), Engine)
+
+
+def _function_imports_without_reason(path: Path) -> list[str]:
+    """Imports inside a function or method whose line (or the line above) gives no ``# deferred:`` reason."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    bad = []
+    for fn in ast.walk(ast.parse(text, filename=str(path))):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                said = lines[node.lineno - 1] + (lines[node.lineno - 2] if node.lineno > 1 else "")
+                if "# deferred:" not in said:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return sorted(set(bad))
+
+
+def test_an_import_inside_a_function_says_why_it_is_deferred():
+    # module top is the rule; a function may defer a heavy or optional import, with its reason
+    bad = [b for package in sorted(PROJECT) for path in sorted((ROOT / package).rglob("*.py"))
+           for b in _function_imports_without_reason(path)]
+    assert bad == []

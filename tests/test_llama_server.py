@@ -29,7 +29,7 @@ from generators.model_collect import MemoryJournal, ModelPolicy, run_model_episo
 from generators.models import ChatReply, ChatRequest, Engine, EngineConfig, FakeEndpoint, OpenAIEndpoint
 from generators.models.endpoint import RequestRejected, ToolCall
 from generators.phone.families import FAMILIES
-from generators.policies.model_planner import conversation
+from generators.policies.model_chat import conversation
 from tests.conftest import cli_env, flywheel, flywheel_executable
 from tests.modelserver.llama import MODEL_ALIAS, LlamaServer, default_venv, missing
 from tests.test_message_shapes import old_shapes

@@ -22,7 +22,7 @@ from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint, Ope
 from generators.models.endpoint import ChatRequest, ToolCall, TransientFailure
 from generators.models.openai_endpoint import is_refusal
 from generators.phone.families import FAMILIES
-from generators.policies.model_planner import call_id_for, conversation
+from generators.policies.model_chat import call_id_for, conversation
 from tests.modelserver.faults import FaultConfig
 from tests.modelserver.run import serve_in_thread
 from tests.modelserver.strict import message_errors

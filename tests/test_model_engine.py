@@ -15,7 +15,7 @@ from generators.models import ChatReply, EndpointDown, Engine, EngineConfig, Fak
 from generators.models.endpoint import ChatRequest, ToolCall
 from generators.models.limits import RateLimiter
 from generators.phone.families import FAMILIES
-from generators.policies.model_planner import conversation, parse_reply
+from generators.policies.model_chat import conversation, parse_reply
 from generators.writers.model_writer import MAX_REPLY_TOKENS
 from warehouse.errors import ConfigError
 from warehouse.settings import OpenAISettings

@@ -14,7 +14,7 @@ import pytest
 from generators.models import ChatRequest, OpenAIEndpoint
 from generators.models.endpoint import EndpointRefused, RequestRejected, TransientFailure
 from generators.phone.families import FAMILIES
-from generators.policies.model_planner import conversation, request_headers, tool_schemas
+from generators.policies.model_chat import conversation, request_headers, tool_schemas
 from tests.modelserver import FaultConfig, serve_in_thread
 
 MODEL = "flywheel-test"

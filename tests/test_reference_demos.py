@@ -16,8 +16,8 @@ from flows.planning import plan_view
 from flows.round import round_counts
 from flows.stages.collect import collect_records, commit_records
 from flows.views import status_rows
+from generators.batch_plan import Plan, reference_episodes
 from generators.competence import competence_table
-from generators.planner import Plan, reference_episodes
 from review_app import decisions as review_decisions
 from review_app.agreement import Overlap
 from review_app.final import final_decisions

@@ -13,7 +13,7 @@ import pytest
 
 from flows.model_setup import StateJournal
 from generators.collect import collect_episodes
-from generators.model_collect import ModelPlanner, ModelPolicy
+from generators.model_collect import BoundModelPolicy, ModelPolicy
 from generators.models import ChatReply, Engine, EngineConfig, FakeEndpoint
 from generators.models.endpoint import ChatRequest, ToolCall
 from generators.phone.families import FAMILIES
@@ -66,7 +66,7 @@ def _scripted(task):
 class _Watching:
     """The model planner, with every turn checked against the database as its actor gets it."""
 
-    def __init__(self, planner: ModelPlanner, store: Store):
+    def __init__(self, planner: BoundModelPolicy, store: Store):
         self.planner, self.store, self.turns = planner, store, []
 
     def __getattr__(self, name):
@@ -91,7 +91,7 @@ def test_the_policy_acts_only_on_replies_already_committed(tmp_path, state_url):
     async def main():
         engine = Engine(FakeEndpoint(lambda request: responders[request.headers["X-Flywheel-Task"]](request)),
                         EngineConfig(concurrency=12))
-        watching = _Watching(ModelPlanner(ModelPolicy(model="fake"), engine, journal), store)
+        watching = _Watching(BoundModelPolicy(ModelPolicy(model="fake"), engine, journal), store)
         records = await collect_episodes([(t, 0) for t in tasks], watching, round_id="r0001", batch_id="b",
                                          created_at=WHEN)
         return watching.turns, records

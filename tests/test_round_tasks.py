@@ -31,7 +31,7 @@ def test_every_shard_of_a_round_reads_the_tasks_table_once(tmp_path, monkeypatch
 def test_the_same_round_id_in_two_data_directories_gets_its_own_tasks(tmp_path):
     """Two data directories each with a round r0001 (other seeds): each shard runs its own
     directory's tasks, later sessions (F09) included, as a fresh read of the warehouse finds them."""
-    from generators.planner import Plan
+    from generators.batch_plan import Plan
     from generators.task_batch import tasks_of_slots
 
     for name, seed in (("a", 5), ("b", 6), ("a2", 5)):

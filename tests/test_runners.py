@@ -236,9 +236,9 @@ def test_an_episode_cut_off_again_is_kept_only_when_cut_off_at_the_same_step(tmp
 
     from flows.stages.collect import commit_records
     from generators.collect import run_episode
-    from generators.models.endpoint import EndpointGaveUp
     from generators.phone.families import FAMILIES
     from generators.policies import ScriptedPolicy
+    from warehouse.errors import EndpointGaveUp
 
     store = Store(tmp_path / "d")
     with store.session() as s:

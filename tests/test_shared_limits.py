@@ -14,15 +14,15 @@ from generators.models import Engine, EngineConfig
 from generators.models.endpoint import ChatReply, ChatRequest
 from generators.models.limits import LocalBookings, RateLimiter
 from generators.phone.families import FAMILIES
-from generators.policies.model_planner import conversation, tool_schemas
+from generators.policies.model_chat import conversation, tool_schemas
 from warehouse.ratelimit import RedisBookings, SqlBookings
-from warehouse.state import make_engine
+from warehouse.state import make_sql_engine
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
 def _bookings(kind: str, url: str):
-    return RedisBookings(url) if kind == "redis" else SqlBookings(make_engine(url))
+    return RedisBookings(url) if kind == "redis" else SqlBookings(make_sql_engine(url))
 
 
 def _book_many(kind: str, url: str, key: str, n: int, start: multiprocessing.Event) -> None:
@@ -40,7 +40,7 @@ def shared(request, tmp_path):
         url = request.getfixturevalue("fresh_postgres_url")
     else:
         url = REDIS_URL
-    make_engine(url) if request.param != "redis" else None  # the state tables exist before the workers start
+    make_sql_engine(url) if request.param != "redis" else None  # the state tables exist before the workers start
     return request.param, url
 
 

@@ -31,7 +31,7 @@ def test_an_old_state_database_gains_the_recovered_column(tmp_path, state_url):
     old = sa.create_engine(url)
     _create_old_tables(old)
     old.dispose()
-    engine = state.make_engine(url)  # what every command does when it opens the database
+    engine = state.make_sql_engine(url)  # what every command does when it opens the database
     cols = {t: {c["name"] for c in sa.inspect(engine).get_columns(t)} for t in NEW_COLUMNS}
     assert all(NEW_COLUMNS[t] in c for t, c in cols.items()), cols
     with Session(engine) as s:
@@ -60,7 +60,7 @@ def test_an_old_journal_of_judge_replies_gains_its_usage_and_counts_as_unknown(t
         conn.execute(sa.text("INSERT INTO judge_replies (key, round_id, judge, text, created_at) "
                              "VALUES ('k1', 'r0001', 'judge-1', '{}', '2026-01-01 00:00:00+00')"))
     old.dispose()
-    engine = state.make_engine(url)
+    engine = state.make_sql_engine(url)
     with Session(engine) as s:
         state.append_judge_reply(session=s, key="k2", round_id="r0001", judge="judge-1", text="{}",
                                  usage=("m", 120, 8))

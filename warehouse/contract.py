@@ -39,6 +39,8 @@ FALLBACK = "fallback"
 # Journal keys of the places where the model endpoint gave up on an episode (``gave-up:<episode id>``,
 # at the step index): the unit was not committed; the same give-up at the same place on a rerun is final.
 GAVE_UP_KEY = "gave-up:"
+# An eval's episodes are filed under its batch id, which starts so (never a round's id).
+EVAL_PREFIX = "eval-"
 Termination = Literal[
     "finished",  # the agent called finish
     "budget_exhausted",  # step budget used up

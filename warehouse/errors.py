@@ -42,5 +42,10 @@ class EndpointError(FlywheelError):
     """A model endpoint is unreachable or refuses us."""
 
 
+class EndpointGaveUp(EndpointError):
+    """Calls still failed after their retries: the episodes they cut off are not data, so the unit
+    holding them is not committed (its replies so far stay journaled for the rerun)."""
+
+
 class OrchestratorError(FlywheelError):
     """Prefect (its server, or the temporary one a round starts) or the Dask cluster cannot be used."""

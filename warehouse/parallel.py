@@ -18,8 +18,9 @@ go to the cluster's workers instead, which have the project imported already.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from functools import partial
 from typing import TypeVar
 
@@ -47,8 +48,6 @@ def map_chunks(fn: Callable[[list[In]], list[Out]], items: Sequence[In], *, work
     if executor is not None:
         futures = [executor.submit(_in_worker, fn, part) for part in chunks]
         return [out for future in futures for out in future.result()]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)),
                              mp_context=multiprocessing.get_context("spawn")) as pool:

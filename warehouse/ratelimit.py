@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from warehouse.errors import StateError, first_line
+from warehouse.upsert import insert_for
 
 
 class RateBooking(SQLModel, table=True):
@@ -38,10 +39,7 @@ class SqlBookings:
         if key in self._known:
             return
         table = RateBooking.__table__
-        if self.engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
+        insert = insert_for(self.engine.dialect.name)
         conn.execute(insert(table).values(key=key, tat=0.0).on_conflict_do_nothing())
         self._known.add(key)
 
@@ -81,7 +79,7 @@ class RedisBookings:
     """Bookings in Redis (``redis_url``), for teams that already run one: a Lua script each."""
 
     def __init__(self, url: str, prefix: str = "flywheel:limit:"):
-        import redis
+        import redis  # deferred: 130 ms, paid only by a team that sets redis_url
 
         self.prefix = prefix
         try:

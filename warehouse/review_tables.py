@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`warehouse.state` (rounds, shards, reviews) so the review app can
 grow without reshaping the core tables; ``warehouse.state`` imports this module so
-``make_engine`` creates these tables with the rest. CRUD functions take ``*, session``.
+``make_sql_engine`` creates these tables with the rest. CRUD functions take ``*, session``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import JSON, Column, Field, Session, SQLModel, select
 
 from warehouse.timestamps import UtcDateTime, utcnow
+from warehouse.upsert import insert_for
 
 ROLES = ("reviewer", "lead")
 
@@ -105,12 +106,7 @@ def take_gate(*, session: Session, key: str) -> None:
     """Lock ``key`` for the rest of ``session``'s transaction (call it first in the transaction):
     another session taking the same key waits until this one commits or rolls back."""
     table = Gate.__table__
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(table).values(key=key, taken=1)
+    stmt = insert_for(session.get_bind().dialect.name)(table).values(key=key, taken=1)
     session.exec(stmt.on_conflict_do_update(index_elements=[table.c.key], set_={"taken": table.c.taken + 1}))
 
 

@@ -23,6 +23,7 @@ from warehouse.contract import FALLBACK, GAVE_UP_KEY, USER_KEY, WRITER_KEY
 from warehouse.errors import StateError, StateLost, first_line
 from warehouse.settings import redact_url
 from warehouse.timestamps import UtcDateTime, utcnow
+from warehouse.upsert import insert_for
 
 
 class RoundBase(SQLModel):
@@ -110,7 +111,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def make_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
+def make_sql_engine(url: str, reconnect_s: float = db_faults.RECONNECT_S) -> sa.Engine:
     """An engine for ``url`` with its tables created; one line of error if it cannot connect. Once
     open, a database over the network that drops away is reconnected to for up to ``reconnect_s``
     seconds (see :mod:`warehouse.db_faults`)."""
@@ -388,10 +389,7 @@ def append_replies(*, session: Session, round_id: str,
         first.setdefault((key, index), reply)
     if not first:
         return {}
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = insert_for(session.get_bind().dialect.name)
     table = ModelReply.__table__
     now = utcnow()
     rows = [{"episode_id": key, "step_index": index, "round_id": round_id, "reply": reply, "created_at": now}

@@ -71,13 +71,13 @@ class Store:
                                           or (not state_url and not (data_dir / "state.db").exists())):
             raise StorageError(f"no flywheel data in {data_dir}: run 'flywheel run' first, or pass --data-dir")
         # An external state database is checked before anything is created on disk.
-        self.engine: sa.Engine | None = state.make_engine(state_url, reconnect_s) if state_url else None
+        self.engine: sa.Engine | None = state.make_sql_engine(state_url, reconnect_s) if state_url else None
         if create:
             self.objects.make()
         self.data_dir = data_dir
         self.state_url = state_url or default_state_url(data_dir)
         if self.engine is None:
-            self.engine = state.make_engine(self.state_url, reconnect_s)
+            self.engine = state.make_sql_engine(self.state_url, reconnect_s)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, create: bool = True) -> Store:

@@ -20,19 +20,19 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed, wait
 from sqlalchemy.exc import SQLAlchemyError
 
-from flows.model_setup import StateJournal, log_refusals, make_engine, make_model_user, model_policy
+from flows.model_setup import StateJournal, log_refusals, make_model_engine, make_model_user, model_policy
 from flows.prefect_window import shard_run_name
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers, workers_report_here
 from flows.stages.write import load_later_sessions, load_tasks
+from generators.batch_plan import Plan
 from generators.collect import Policy, collect_episodes
-from generators.model_collect import ModelPlanner
+from generators.model_collect import BoundModelPolicy
 from generators.model_user import ModelUser
 from generators.models import Engine
-from generators.models.endpoint import EndpointGaveUp
-from generators.planner import Plan
 from generators.policies import ReferencePolicy, ScriptedPolicy
 from warehouse import state
-from warehouse.contract import GAVE_UP_KEY, REFERENCE_POLICY, EpisodeRecord, TaskSpec
+from warehouse.contract import REFERENCE_POLICY, EpisodeRecord, TaskSpec
+from warehouse.episode_commit import commit_episodes
 from warehouse.settings import Settings
 from warehouse.store import Store
 
@@ -68,7 +68,7 @@ async def open_models(round_id: str, store: Store, settings: Settings, *, planne
     models = RunModels()
     try:
         if planner:
-            models.planner = make_engine(settings, store, workers=workers(settings))
+            models.planner = make_model_engine(settings, store, workers=workers(settings))
         if settings.user.enabled:
             models.user = make_model_user(settings, store, round_id, workers=workers(settings))
         yield models
@@ -90,7 +90,7 @@ def policy_named(name: str, seed: int, round_id: str, store: Store, settings: Se
     if name != "openai":
         return ScriptedPolicy(error_rates=settings.scripted.error_rates or None, seed=seed)
     assert engine is not None, "a model policy needs the run's engine"
-    return ModelPlanner(model_policy(settings.openai), engine, StateJournal(store, round_id))
+    return BoundModelPolicy(model_policy(settings.openai), engine, StateJournal(store, round_id))
 
 
 def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]], settings: Settings,
@@ -107,35 +107,12 @@ def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]
 
 
 def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeRecord]) -> None:
-    """Episodes, steps and outcomes of one unit, written and recorded at once. A unit holding an
-    episode the model endpoint cut off (its call still failed after the retries) is not committed:
-    such an episode says nothing of the agent, and a rerun replays its journaled replies and asks
-    only for the rest (EndpointGaveUp says so in one line). Where each was cut off is journaled: an
-    episode cut off again at the same step on a rerun is kept as ``endpoint_error``, so a request
-    that always fails (a prompt too long for the server's time) cannot hold a round back for good."""
-    cut = [r for r in records if r.outcome.termination == "endpoint_error"]
-    if cut:
-        places = [(f"{GAVE_UP_KEY}{r.episode.episode_id}", len(r.steps)) for r in cut]
-        with store.session() as s:
-            before = {(k, i) for k, _ in places for i in state.replies_at(session=s, round_id=round_id, key=k)}
-            new = [(k, i) for k, i in places if (k, i) not in before]
-            if new:
-                details = {f"{GAVE_UP_KEY}{r.episode.episode_id}": r.outcome.failure.detail if r.outcome.failure
-                           else "" for r in cut}
-                state.append_replies(session=s, round_id=round_id, replies=[(k, i, {"detail": details[k]})
-                                                                            for k, i in new])
-        if new:
-            last = next((r.outcome.failure.detail for r in reversed(cut) if r.outcome.failure), "")
-            raise EndpointGaveUp(
-                f"the model endpoint failed {len(cut)} of {len(records)} episodes of {round_id}/{key} after every retry"
-                + (f" ({last.removeprefix('gave up after retries: ')})" if last else "")
-                + "; not committed, replies so far kept: rerun to go on (an episode failing at the same step "
-                "again is then kept as endpoint_error)")
-        run_log().warning(f"{round_id}/{key}: {len(cut)} episode(s) failed at the same step as in the last run; "
+    """Commit one unit (:func:`warehouse.episode_commit.commit_episodes`: not while an episode the
+    endpoint cut off was cut off somewhere new), and say in the run's log what was kept cut off."""
+    kept_cut = commit_episodes(store, round_id, key, records)
+    if kept_cut:
+        run_log().warning(f"{round_id}/{key}: {kept_cut} episode(s) failed at the same step as in the last run; "
                           "kept as endpoint_error")
-    store.commit_unit(round_id, key, {"episodes": [r.episode for r in records],
-                                      "steps": [s for r in records for s in r.steps],
-                                      "outcomes": [r.outcome for r in records]})
 
 
 def shard_jobs(store: Store, rnd: state.Round, key: str) -> dict[str, list[tuple[TaskSpec, int]]]:

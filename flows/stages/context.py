@@ -8,12 +8,20 @@ a worker running many shards opens the state database once), its run logger.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from prefect import get_run_logger
+from prefect.context import FlowRunContext
+from prefect.exceptions import MissingContextError
+from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -55,9 +63,6 @@ def open_store(settings: Settings) -> Store:
 def run_log() -> logging.Logger | logging.LoggerAdapter:
     """Prefect's run logger inside a flow or task run (its lines reach the Prefect UI), else a plain logger."""
     try:
-        from prefect import get_run_logger
-        from prefect.exceptions import MissingContextError
-
         try:
             logger = get_run_logger()
         except MissingContextError:
@@ -76,14 +81,9 @@ def run_log() -> logging.Logger | logging.LoggerAdapter:
 def die_with_parent() -> None:
     """In a worker process of this machine's pool: end when the round's process ends, even by
     SIGKILL, so no orphan goes on writing after a kill (Linux; elsewhere a no-op)."""
-    import multiprocessing
-
     if multiprocessing.parent_process() is None:
         return
     try:
-        import ctypes
-        import signal
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -96,9 +96,6 @@ def workers_report_here() -> Iterator[None]:
     With no Prefect server configured, that API is this process's temporary server; a
     worker process (a process pool, a Dask worker) would otherwise start a temporary server
     of its own on the same database (slow, and its events fail to land)."""
-    from prefect.context import FlowRunContext
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     ctx = FlowRunContext.get()
     if PREFECT_API_URL.value() or ctx is None:
         yield

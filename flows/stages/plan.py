@@ -1,7 +1,7 @@
 """Stage 1, plan: open the round to run (the unfinished one, or a new one with the next plan).
 
 The next plan (flows.planning) comes from the feedback (competence per family) or from a
-sampling plan a lead approved with a release; the planner itself is pure.
+sampling plan a lead approved with a release; the batch plan itself is pure (generators.batch_plan, generators.mix).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.planning import next_plan, selected_families
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
-from generators.planner import Plan
+from generators.batch_plan import Plan
 from warehouse import state
 from warehouse.errors import ConfigError
 from warehouse.settings import Settings

@@ -4,8 +4,6 @@ generation gate keeps the sound ones, a writer words them; committed as one shar
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from functools import partial
 
 import pyarrow as pa
@@ -13,21 +11,22 @@ import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from flows.model_setup import StateJournal, log_refusals, make_engine
+from flows.model_setup import StateJournal, log_refusals, make_model_engine
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log, workers
+from generators.batch_plan import Plan, TaskSlot
 from generators.collect import later_sessions
 from generators.phone.families import get_family
-from generators.planner import Plan, TaskSlot
 from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
-from warehouse import killpoints, query, state
+from warehouse import killpoints, state
 from warehouse.contract import TaskSpec
 from warehouse.errors import ConfigError
 from warehouse.parallel import map_chunks
 from warehouse.query import iter_records, records
 from warehouse.settings import Settings
 from warehouse.store import Store
+from warehouse.task_table import round_task_table
 
 TASKS_KEY = "batch-0000"
 GATE_PARALLEL_FROM = 500  # slots below which the gate runs here: starting worker processes costs seconds
@@ -99,39 +98,13 @@ def load_later_sessions(store: Store, round_id: str, scenario_ids: list[str]) ->
     return later_sessions(records(table.filter(mask), "tasks"))
 
 
-_TASK_TABLES: OrderedDict[tuple, pa.Table] = OrderedDict()
-_TASK_TABLES_KEPT = 4  # rounds whose tasks a process keeps
-_TASK_TABLES_LOCK = threading.Lock()  # shards may run in threads
-
-
-def round_task_table(store: Store, round_id: str) -> pa.Table:
-    """The round's committed tasks (every column, in key order), read once per process: a shard
-    reads its tasks from it instead of opening DuckDB over the warehouse (tens of milliseconds a
-    shard). Keyed by the recorded shards' paths and checksums, and a committed shard never
-    changes, so it cannot be stale."""
-    with store.session() as s:
-        recorded = state.shard_files(session=s, table_name="tasks", round_ids=[round_id])
-    key = (str(store.data_dir), store.state_url, round_id, tuple(recorded))
-    with _TASK_TABLES_LOCK:
-        if key in _TASK_TABLES:
-            _TASK_TABLES.move_to_end(key)
-            return _TASK_TABLES[key]
-    table = query.connect(store.readable({"tasks": recorded})).sql(
-        "SELECT * FROM tasks ORDER BY task_id").fetch_arrow_table()
-    with _TASK_TABLES_LOCK:
-        _TASK_TABLES[key] = table
-        while len(_TASK_TABLES) > _TASK_TABLES_KEPT:
-            _TASK_TABLES.popitem(last=False)
-    return table
-
-
 def word_tasks_with_model(store: Store, round_id: str, tasks: list[TaskSpec], settings: Settings) -> list[TaskSpec]:
     """The tasks with model-worded instructions (template wording where the model's is rejected)."""
     journal = StateJournal(store, round_id)
     cfg = settings.openai
 
     async def run() -> list[TaskSpec]:
-        engine = make_engine(settings, store)
+        engine = make_model_engine(settings, store)
         try:
             return list(await asyncio.gather(*(word_with_model(t, engine, journal, rounds=cfg.writer_rounds,
                                                                writer_name=f"openai:{cfg.model}") for t in tasks)))

@@ -26,7 +26,7 @@ __all__ = [
 def __getattr__(name: str):
     # the openai client takes about a second to import: only a command that calls a model pays it
     if name in ("OpenAIEndpoint", "probe_endpoint"):
-        from generators.models import openai_endpoint
+        from generators.models import openai_endpoint  # deferred: the openai client, about a second
 
         return getattr(openai_endpoint, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -84,11 +84,6 @@ class EndpointDown(EndpointError):
     """The circuit breaker opened: the endpoint failed too often in a row."""
 
 
-class EndpointGaveUp(EndpointError):
-    """Calls still failed after their retries: the episodes they cut off are not data, so the unit
-    holding them is not committed (its replies so far stay journaled for the rerun)."""
-
-
 class Endpoint(Protocol):
     """What the engine needs of an endpoint."""
 

@@ -102,7 +102,7 @@ def tls_context() -> ssl.SSLContext:
     SSL_CERT_FILE / SSL_CERT_DIR) and certifi's bundle where certifi is installed."""
     context = ssl.create_default_context()
     try:
-        import certifi
+        import certifi  # deferred: optional; where it is missing the system store serves alone
     except ImportError:
         return context
     context.load_verify_locations(certifi.where())

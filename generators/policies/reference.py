@@ -1,7 +1,7 @@
 """The reference policy: a family's reference solution followed exactly.
 
 The scripted policy with no mistakes. Its episodes are *reference demonstrations* (a share
-of a failure curriculum, see generators.planner): they show what the model fails to do,
+of a failure curriculum, see generators.batch_plan): they show what the model fails to do,
 and are marked by their policy name so that nothing measures them as the model's attempts.
 """
 

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+from label_studio_sdk import LabelStudio
+from label_studio_sdk.core.api_error import ApiError
 
 from review_app.label_studio.client import (
     LabelStudioError,
@@ -49,15 +51,11 @@ class SdkLabelStudio:
         self._token = token
         self.page_size = page_size
         with self._calls("connect"):
-            from label_studio_sdk import LabelStudio
-
             self._ls = LabelStudio(base_url=self.url, api_key=token, timeout=timeout_s)
 
     @contextmanager
     def _calls(self, what: str) -> Iterator[None]:
         """Library and network errors as one LabelStudioError line without the token."""
-        from label_studio_sdk.core.api_error import ApiError
-
         try:
             yield
         except ApiError as exc:

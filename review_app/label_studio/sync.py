@@ -23,6 +23,7 @@ from curation.routing import CHECK as ROUTING_CHECK
 from review_app.data import warehouse_cursor
 from review_app.decisions import WITHDRAWN, format_reason
 from review_app.episode import EpisodeView
+from review_app.final import final_decisions
 from review_app.label_studio import config
 from review_app.label_studio.annotations import PulledDecision, parse_result
 from review_app.label_studio.client import LabelStudioClient, LabelStudioError, RemoteProject, RemoteTask, RemoteUser
@@ -358,8 +359,6 @@ class Difference:
 
 def differences(store: Store, client: LabelStudioClient, ls: LabelStudioSettings, overlap) -> list[Difference]:
     """Where Label Studio and the state database tell different stories, after a sync."""
-    from review_app.final import final_decisions
-
     project = existing_project(client, ls.project)
     tasks = list(client.tasks(project.id, annotations=True))
     known = {r[0] for r in warehouse_cursor(store, None).execute("SELECT episode_id FROM episodes").fetchall()}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import streamlit as st
+
 from review_app.accounts import User
 from review_app.data import Overlap
+from review_app.plain_text import clip, md, size_note
 from warehouse.store import Store
 
 
@@ -21,10 +24,6 @@ class Ctx:
 def long_text(text: str, *, key: str) -> None:
     """Untrusted ``text`` shown as text (never Markdown); past :data:`PREVIEW_CHARS` only its start,
     with a toggle (keyed ``key``) that shows all of it, so a huge message does not slow the page."""
-    import streamlit as st
-
-    from review_app.plain_text import clip, md, size_note
-
     shown, cut = clip(text)
     if cut and st.toggle(f"Show all ({size_note(text)})", key=key):
         st.text(text)

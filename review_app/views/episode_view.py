@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC
 
+import pandas as pd
 import streamlit as st
 
 from review_app import decisions, keys, screens
@@ -145,8 +146,6 @@ def _timeline(view: EpisodeView, n: int) -> None:
         return [color] * len(row)
 
     if rows:
-        import pandas as pd
-
         df = pd.DataFrame(rows)[["▶", "step", "action", "arguments", "ok", "error", "label", "milestones", "minefields", "progress"]]
         st.dataframe(df.style.apply(style, axis=1), hide_index=True, width="stretch", height=38 + 35 * len(rows))
         if (start, stop) != (0, n):

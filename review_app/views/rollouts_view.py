@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from review_app.episode import EpisodeView
@@ -21,7 +22,6 @@ def render_rollouts(ctx: Ctx, view: EpisodeView) -> None:
                 + (f":orange[**the rollouts diverge at step {at}**]" if at is not None
                    else "they all do the same at every step"))
     rows = aligned_rows(views)
-    import pandas as pd
 
     df = pd.DataFrame(rows)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 
 import streamlit as st
+from streamlit.runtime import get_instance
 
 from review_app.plain_text import md
 from review_app.screens import Screen
@@ -15,8 +16,6 @@ from review_app.screens import Screen
 def screen_url(svg: str, coordinates: str) -> str:
     """The URL the app serves ``svg`` at; ``coordinates`` names the place on the page it is shown
     (a new screen there replaces the old one, which the app then stops serving)."""
-    from streamlit.runtime import get_instance
-
     return get_instance().media_file_mgr.add(svg.encode("utf-8"), "image/svg+xml", coordinates)
 
 

@@ -7,6 +7,7 @@ the same question always gets the same answer in a world. Both need a network.
 from __future__ import annotations
 
 import random
+from datetime import date
 from typing import Any
 
 from generators.phone.timeparse import resolve_date
@@ -36,8 +37,6 @@ def seed(world: World, rng: random.Random) -> None:
 
 
 def _iso(ordinal: int) -> str:
-    from datetime import date
-
     return date.fromordinal(ordinal).isoformat()
 
 

@@ -23,7 +23,7 @@ from generators.phone.apps.files import add_file
 from generators.phone.families import noise
 from generators.phone.families.base import Family, call, finish
 from generators.phone.services.subagents import add_kb, add_ui_setting
-from generators.phone.world import World
+from generators.phone.world import DEFAULT_START, World
 from warehouse.contract import Action, Requirement, TaskSpec
 
 VARIANTS = ("gui_setting", "vision_receipt", "automation_later", "qa_known", "qa_unknown", "vision_wifi")
@@ -253,6 +253,4 @@ class Delegate(Family):
 
 def task_day_time(hhmm: str) -> str:
     """The ISO minute of ``hh:mm`` on the task's first day (the automation agent's reading of a clock time)."""
-    from generators.phone.world import DEFAULT_START
-
     return DEFAULT_START.replace(hour=int(hhmm[:2]), minute=int(hhmm[3:])).isoformat(timespec="minutes")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from generators.phone.apps.messages import send as send_message
+from generators.phone.apps.wallet import CATEGORIES, add_expense
 from generators.phone.tools import META_SCHEMAS, TOOLS, PhoneError, call_tool, params, requirement_check, tool
 from generators.phone.world import World
 
@@ -214,8 +216,6 @@ def save_skill(world: World, name: str, description: str, steps: list[dict[str, 
       params(["contact_ids", "text"], contact_ids={"type": "array", "items": {"type": "string"}},
              text={"type": "string"}), ("skill:group_messaging", "permission:sms", "network"))
 def send_bulk(world: World, contact_ids: list[str], text: str) -> dict[str, Any]:
-    from generators.phone.apps.messages import send as send_message  # apps import the services: import late
-
     if not contact_ids or len(set(contact_ids)) != len(contact_ids):
         raise PhoneError("INVALID_ARGUMENT", "contact_ids must be distinct and not empty")
     for cid in contact_ids:  # all or nothing: check every id before sending any
@@ -227,8 +227,6 @@ def send_bulk(world: World, contact_ids: list[str], text: str) -> dict[str, Any]
 @tool("expenses_add_batch", "wallet", "write", "Record several cash expenses at once (gated by expense_logging).",
       params(["items"], items={"type": "array", "items": {"type": "object"}}), ("skill:expense_logging",))
 def add_expense_batch(world: World, items: list[dict[str, Any]]) -> dict[str, Any]:
-    from generators.phone.apps.wallet import CATEGORIES, add_expense  # apps import the services: import late
-
     if not items:
         raise PhoneError("INVALID_ARGUMENT", "items is empty")
     for n, item in enumerate(items):

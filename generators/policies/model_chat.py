@@ -1,4 +1,5 @@
-"""The planner over a model: prompts in, actions out. Pure: no I/O, no clock.
+"""The model agent's chat: the conversation sent to the model, and the action read from its reply.
+Pure: no I/O, no clock.
 
 The conversation is rebuilt from the recorded steps, so an episode resumed from its
 journal of replies sends exactly what it would have sent had it never stopped. A reply

@@ -1,4 +1,4 @@
-"""The planner of a batch: which tasks, how many rollouts each. Pure, no I/O.
+"""The plan of a batch: which tasks, how many rollouts each. Pure, no I/O.
 
 With no feedback the mix is even across the chosen families. The plan is stored
 with its round, so a resumed round runs exactly the plan it started with.
