@@ -20,7 +20,7 @@ TRAIN_EXTRA = "pip install 'agent-flywheel[train]'"
 
 def _need_train_extra() -> None:
     """One line, not a traceback, when the train extra is not installed."""
-    import importlib.util
+    import importlib.util  # deferred: stdlib, only when a learner command runs
 
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets", "gguf") if importlib.util.find_spec(m) is None]
     if missing:
@@ -29,6 +29,7 @@ def _need_train_extra() -> None:
 
 
 def _base(base_model: Path | None) -> Path:
+    # deferred: the learner package is loaded only by its own commands
     from generators.learner.base_model import shipped_gguf
 
     if base_model is not None:
@@ -60,10 +61,9 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         """Fine-tune a small model (LoRA, on the CPU, through TRL's SFT trainer) on a trl export's train split,
         with the export's loss masks; the merged model is what flywheel serve-model serves."""
         _need_train_extra()
-        from generators.learner.train import TrainConfig
-        from generators.learner.train import train as run_training
+        from generators.learner import train as learner  # deferred: torch and TRL load only when training
 
-        config = TrainConfig(max_length=max_length, epochs=epochs, max_steps=max_steps, learning_rate=learning_rate,
+        config = learner.TrainConfig(max_length=max_length, epochs=epochs, max_steps=max_steps, learning_rate=learning_rate,
                              lora_rank=lora_rank, grad_accum=grad_accum, max_rows=max_rows, seed=seed, threads=threads)
         bar = Progress(TextColumn("[bold]training[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
                        TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=Console(stderr=True))
@@ -79,7 +79,7 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
             bar.update(task, completed=step, loss=f"loss {loss:.3f}" if loss is not None else "")
 
         try:
-            report = run_training(export, out_dir, _base(base_model), config, on_step=on_step)
+            report = learner.train(export, out_dir, _base(base_model), config, on_step=on_step)
         finally:
             if task is not None:
                 bar.stop()
@@ -107,8 +107,8 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         _need_train_extra()
         import uvicorn  # deferred: the train extra's server part
 
-        from generators.learner.serve import TunedModel, app as server_app
+        from generators.learner import serve as server  # deferred: torch loads only when serving
 
-        model = TunedModel(model_dir, name=name, threads=threads)
+        model = server.TunedModel(model_dir, name=name, threads=threads)
         err.print(f"serving {model.name} on http://{host}:{port}/v1", highlight=False)
-        uvicorn.run(server_app(model), host=host, port=port, log_level="warning")
+        uvicorn.run(server.app(model), host=host, port=port, log_level="warning")

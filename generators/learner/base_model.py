@@ -56,8 +56,8 @@ def load_model(source: Path, *, threads: int | None = None) -> tuple[Any, Any]:
     """The tokenizer and causal LM at ``source`` (a ``.gguf`` file or a saved model folder), on the
     CPU in float32, with our chat template on the tokenizer."""
     import torch  # deferred: the train extra's heaviest import, only for training and serving
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
-    from transformers.utils import logging as hf_logging
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig  # deferred: the train extra
+    from transformers.utils import logging as hf_logging  # deferred: the train extra
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

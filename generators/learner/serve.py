@@ -106,10 +106,10 @@ def completion(model: TunedModel, request: dict[str, Any]) -> dict[str, Any]:
 def app(model: TunedModel) -> Any:
     """The ASGI app: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``."""
     from starlette.applications import Starlette  # deferred: the train extra's server part
-    from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    from starlette.concurrency import run_in_threadpool  # deferred: the train extra's server part
+    from starlette.requests import Request  # deferred: the train extra's server part
+    from starlette.responses import JSONResponse  # deferred: the train extra's server part
+    from starlette.routing import Route  # deferred: the train extra's server part
 
     def error(status: int, message: str, kind: str) -> JSONResponse:
         return JSONResponse({"error": {"message": message, "type": kind, "code": None}}, status_code=status)

@@ -93,8 +93,8 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
                   on_step: Callable[[int, int, float | None], None] | None = None) -> tuple[Any, TrainReport]:
     """The SFT trainer over ``export``'s train split (not yet trained) and the report it fills."""
     from peft import LoraConfig  # deferred: the train extra
-    from transformers import PrinterCallback
-    from trl import SFTConfig, SFTTrainer
+    from transformers import PrinterCallback  # deferred: the train extra
+    from trl import SFTConfig, SFTTrainer  # deferred: the train extra
 
     folder = trl_export_dir(export)
     release = (export_manifest(folder).get("release") or {}).get("id")
