@@ -1,6 +1,7 @@
 """``python -m bench``: every benchmark of the project, one table.
 
-    python -m bench           # the full runs (under 15 minutes on a 2-core machine)
+    python -m bench           # the full runs (under 15 minutes on a 2-core machine; the long ones apart)
+    python -m bench --only "real learner"   # a long one (about half an hour), by name
     python -m bench --quick   # the smoke versions (a test runs this)
     python -m bench --write docs/benchmarks.md [--only NAME,...]   # and rewrite the benchmark page
 
@@ -34,6 +35,7 @@ class Bench:
     against: str
     target: str
     summary: str  # regex of the summary line; its first number group named "ratio" if it has one
+    long: bool = False  # run only when named (--only): it takes half an hour or more
 
 
 BENCHES = [
@@ -58,6 +60,8 @@ BENCHES = [
           r"import memory above start.*growth ratio \(large - small\) / small: (?P<ratio>[\d.]+).*"),
     Bench("s3 reads", "bench_s3.py", "DuckDB straight from S3", "< 1 (empty cache)",
           r"empty cache / straight from S3: (?P<ratio>[\d.]+).*"),
+    Bench("real learner", "bench_real_learner.py", "the base model", ">= +20 points on 3 families, 30 min",
+          r"families up >= \d+ points: (?P<ratio>\d+) of .*", long=True),
 ]
 
 
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="rewrite the benchmark page PAGE (docs/benchmarks.md): the sections of the benchmarks run, "
                          "and the table of every one")
     args = ap.parse_args(argv)
-    chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
+    chosen = [b for b in BENCHES if (b.name in args.only.split(",") if args.only else not b.long)]
     rows, before = [], loop_ms()
     for bench in chosen:
         print(f"running {bench.name} ...", file=sys.stderr, flush=True)

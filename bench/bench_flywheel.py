@@ -75,7 +75,7 @@ def _plan_for(strategy: str, store: Store, settings, round_number: int, episodes
             "difficulties": top}
 
 
-def _review(store: Store, round_id: str) -> None:
+def simulated_review(store: Store, round_id: str) -> None:
     """The simulated reviewer: approve verified successes, reject failures (the app's own function)."""
     rows = store.duck([round_id]).execute(
         "SELECT e.episode_id, o.success FROM episodes e JOIN outcomes o USING (episode_id) ORDER BY 1").fetchall()
@@ -109,7 +109,7 @@ def run_strategy(strategy: str, *, rounds: int, episodes: int, seed: int, workdi
             stages.collect_shard(store, rnd.id, key, settings, started=rnd.created_at)
         stages.curate_round(store, rnd.id, settings)
         stages.finish_round(store, rnd.id)
-        _review(store, rnd.id)
+        simulated_review(store, rnd.id)
         rel = release.approve_release(store, lead="sim-lead", dataset_version=f"v{r}", round_ids=[rnd.id],
                                       sampling_plan=_plan_for(strategy, store, settings, r, episodes),
                                       overlap=Overlap(0.0, 2))

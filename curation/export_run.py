@@ -226,7 +226,7 @@ def run_export(
         for split, row in rows:
             writer.write(split, row)
         if fmt == "trl" and writer.sinks:
-            writer.attach("README.md", dataset_card({split: sink.path.name for split, sink in sorted(writer.sinks.items())}))
+            writer.attach("README.md", dataset_card(writer.split_files()))
         funnels = funnel_mod.funnel(con, rounds)
         manifest = {
             "format": fmt,

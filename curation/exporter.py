@@ -227,6 +227,15 @@ class ExportWriter:
         self.attached.append(sink)
         killpoints.reached("export.file")
 
+    def split_files(self) -> dict[str, tuple[str, int, int]]:
+        """Each split's file name, rows and bytes so far (the JSONL files flushed to the OS first)."""
+        out = {}
+        for split, sink in sorted(self.sinks.items()):
+            if sink.fh is not None:
+                sink.fh.flush()
+            out[split] = (sink.path.name, sink.rows, sink.path.stat().st_size)
+        return out
+
     def write(self, split: str, row: dict[str, Any]) -> None:
         sink = self._sink(split)
         if self.kind == "jsonl":

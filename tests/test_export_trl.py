@@ -88,3 +88,17 @@ def test_export_rebuild_import_keeps_steps_call_ids_results_rewards_and_masks(co
         assert [s[5] for s in after["steps"][:-1]] == [s[5] for s in before["steps"][:-1]]
         assert (after["reward"], after["success"]) == (pytest.approx(before["reward"]), before["success"])
     assert 1 in back[(victim, 0)]["wrong"]  # the masked step comes back as one curation masks
+
+
+def test_two_exports_in_folders_of_the_same_name_each_load_their_own_rows_through_one_cache(collected, tmp_path):
+    # datasets keys a local folder's cache by its name and card: a user who exports to out-1/ and
+    # out-2/ and loads both with the default cache must not get the first export's rows twice
+    store, got, _ = collected
+    dropped = {episode for episode, _ in list(got)[:3]}
+    rows_a, _ = export_rows(store, tmp_path / "a", "trl", approve(store))
+    rows_b, _ = export_rows(store, tmp_path / "b", "trl", {e: d for e, d in approve(store).items() if e not in dropped})
+    assert len(rows_b) < len(rows_a)
+    cache = str(tmp_path / "one-cache")
+    loaded = [sum(len(s) for s in datasets.load_dataset(str(tmp_path / x / "trl-sft"), cache_dir=cache).values())
+              for x in ("a", "b")]
+    assert loaded == [len(rows_a), len(rows_b)]

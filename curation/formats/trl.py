@@ -66,14 +66,22 @@ def trl_rows(turns: list[tuple[dict[str, Any], int | None]], masked: set[int], m
 _FEATURES = (("prompt", "list"), ("completion", "list"), ("tools", "list"), ("metadata", "dtype"))
 
 
-def dataset_card(files_by_split: dict[str, str]) -> str:
-    """The export's ``README.md``: a dataset card whose YAML header lists each split's file and the
-    features, so ``datasets.load_dataset`` on the export directory reads every split with one schema."""
+def dataset_card(splits: dict[str, tuple[str, int, int]]) -> str:
+    """The export's ``README.md``: a dataset card whose YAML header lists each split's file (``splits``:
+    split -> file name, rows, bytes) and the features, so ``datasets.load_dataset`` on the export
+    directory reads every split with one schema. The split sizes are there for ``datasets``' cache
+    too: it keys a local folder's cache by the folder's name and its card, not by the files, so two
+    exports in folders of the same name with the same card would share one cache, and the second
+    load would return the first export's rows."""
     lines = ["---", "configs:", "- config_name: default", "  data_files:"]
-    for split, name in files_by_split.items():
+    for split, (name, _, _) in splits.items():
         lines += [f"  - split: {split}", f"    path: {json.dumps(name)}"]
     lines += ["dataset_info:", "  features:"]
     lines += [f"  - name: {column}\n    {kind}: json" for column, kind in _FEATURES]
+    lines += ["  splits:"]
+    for split, (_, rows, size) in splits.items():
+        lines += [f"  - name: {split}", f"    num_bytes: {size}", f"    num_examples: {rows}"]
+    lines += [f"  download_size: {sum(size for _, _, size in splits.values())}"]
     lines += ["---", "", "TRL prompt/completion rows for tool calling, written by agent-flywheel "
               "(`flywheel export --format trl`).", "", "```python", "import datasets",
               'ds = datasets.load_dataset("path/to/this/folder")  # every split, one schema', "```", ""]

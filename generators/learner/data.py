@@ -32,7 +32,7 @@ def export_manifest(folder: Path) -> dict[str, Any]:
     return json.loads(next(folder.glob("*.manifest.json")).read_text())
 
 
-def load_split(folder: Path, split: str = "train") -> Any:
+def load_split(folder: Path, split: str = "train", cache_dir: Path | None = None) -> Any:
     """One split of the export as a ``datasets.Dataset``, loaded through the export's dataset card
     (every column as ``datasets``' Json feature), exactly as a user's trainer loads it."""
     import datasets  # deferred: part of the train extra
@@ -43,4 +43,4 @@ def load_split(folder: Path, split: str = "train") -> Any:
     if not any(info.get("split") == split and info.get("rows") for info in files.values()):
         raise InputError(f"the export in {folder} has no {split} rows: approve episodes of the {split} split "
                          "and release them first")
-    return datasets.load_dataset(str(folder), split=split)
+    return datasets.load_dataset(str(folder), split=split, cache_dir=str(cache_dir) if cache_dir else None)

@@ -2,7 +2,9 @@
 
 It renders each request with our tool-calling template (the one the model was trained on), lets
 the model write one reply greedily (or sampled, when a temperature above zero is asked for), and
-reads the tool calls back out of it (:func:`generators.learner.template.parse_reply`), so
+reads the tool calls back out of it. The keys and values of the last request are kept: an agent's
+next turn repeats its whole conversation, and only what is new since is read again (on a CPU,
+reading a prompt of a thousand tokens costs more than writing the reply) (:func:`generators.learner.template.parse_reply`), so
 ``flywheel eval --model NAME --base-url URL`` measures the tuned model in the phone exactly like any
 endpoint. One request at a time: on a CPU, two generations at once only slow each other down.
 """
@@ -32,12 +34,14 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finished: bool  # the model ended its turn (not cut by max_tokens)
+    cached_tokens: int = 0  # of the prompt, read from the last request's cache
 
 
 class TunedModel:
     """A model folder (or a GGUF file) loaded once, on the CPU, answering chat requests."""
 
-    def __init__(self, source: Path, *, name: str | None = None, threads: int | None = None):
+    def __init__(self, source: Path, *, name: str | None = None, threads: int | None = None,
+                 prefix_cache: bool = True):
         import torch  # deferred: the train extra
 
         self._torch = torch
@@ -47,6 +51,25 @@ class TunedModel:
         self.context = int(getattr(self.model.config, "max_position_embeddings", 8192))
         self.end_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         self._lock = threading.Lock()
+        self.prefix_cache = prefix_cache
+        self._cache: Any = None  # the keys and values of the last conversation, for the next turn of it
+        self._cached: list[int] = []  # the tokens that cache holds
+
+    def _prefix_cache(self, ids: list[int]) -> tuple[Any, int]:
+        """A cache holding the longest prefix of ``ids`` the last request computed (an agent's next turn
+        repeats its whole conversation: only what is new is read again), and that prefix's length."""
+        from transformers import DynamicCache  # deferred: the train extra
+
+        same = 0
+        for a, b in zip(ids, self._cached, strict=False):
+            if a != b:
+                break
+            same += 1
+        same = min(same, len(ids) - 1)  # the model must read at least the prompt's last token itself
+        if self._cache is None or same == 0 or not self.prefix_cache:
+            return DynamicCache(config=self.model.config), 0
+        self._cache.crop(same - self._cache.get_seq_length())  # transformers 5: a negative count of tokens to drop
+        return self._cache, same
 
     def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
                  max_tokens: int, temperature: float) -> Generation:
@@ -62,13 +85,17 @@ class TunedModel:
         max_tokens = max(1, min(max_tokens, self.context - n_prompt))
         sample = temperature > 0
         with self._lock, self._torch.no_grad():
+            cache, reused = self._prefix_cache(ids["input_ids"][0].tolist())
+            self._cache, self._cached = None, []  # until this generation has finished
             out = self.model.generate(
-                **ids, max_new_tokens=max_tokens, do_sample=sample, temperature=temperature if sample else None,
-                top_p=None, top_k=None, eos_token_id=self.end_id, pad_token_id=self.end_id)
+                **ids, past_key_values=cache, max_new_tokens=max_tokens, do_sample=sample,
+                temperature=temperature if sample else None, top_p=None, top_k=None, eos_token_id=self.end_id,
+                pad_token_id=self.end_id)
+            self._cache, self._cached = cache, out[0, :cache.get_seq_length()].tolist()
         new = out[0, n_prompt:].tolist()
         finished = bool(new) and new[-1] == self.end_id
         text = self.tokenizer.decode(new[:-1] if finished else new, skip_special_tokens=False)
-        return Generation(text, n_prompt, len(new), finished)
+        return Generation(text, n_prompt, len(new), finished, reused)
 
 
 def completion(model: TunedModel, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +126,8 @@ def completion(model: TunedModel, request: dict[str, Any]) -> dict[str, Any]:
         "model": request.get("model") or model.name,
         "choices": [{"index": 0, "message": message, "finish_reason": reason}],
         "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                  "total_tokens": gen.prompt_tokens + gen.completion_tokens},
+                  "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+                  "prompt_tokens_details": {"cached_tokens": gen.cached_tokens}},
     }
 
 

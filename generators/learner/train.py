@@ -102,26 +102,26 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
     start = time.perf_counter()
     tokenizer, model = load_model(base, threads=config.threads)
     report.seconds["load"] = round(time.perf_counter() - start, 1)
-    dataset = load_split(folder, "train").shuffle(seed=config.seed)
+    dataset = load_split(folder, "train", cache_dir=work_dir / "datasets").shuffle(seed=config.seed)
     if config.max_rows:
         dataset = dataset.select(range(min(config.max_rows, len(dataset))))
     dataset, report.rows_too_long = _trainable_rows(dataset, tokenizer, config.max_length)
     if not len(dataset):
         raise InputError(f"no train row of {folder} fits in --max-length {config.max_length} tokens "
                          f"({report.rows_too_long} rows' prompts alone are longer)")
-    args = SFTConfig(
-        output_dir=str(work_dir), max_length=config.max_length, truncation_mode="keep_start",
-        completion_only_loss=True, assistant_only_loss=True, num_train_epochs=config.epochs,
-        max_steps=config.max_steps, learning_rate=config.learning_rate, lr_scheduler_type="constant",
-        per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
-        logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
-        disable_tqdm=True, seed=config.seed, data_seed=config.seed, dataloader_num_workers=0,
-        shuffle_dataset=False,
-    )
-    lora = LoraConfig(r=config.lora_rank, lora_alpha=2 * config.lora_rank, lora_dropout=0.0,
-                      target_modules="all-linear", task_type="CAUSAL_LM")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():  # the libraries' deprecation notes are for us, not for a user's run
         warnings.simplefilter("ignore")
+        args = SFTConfig(
+            output_dir=str(work_dir), max_length=config.max_length, truncation_mode="keep_start",
+            completion_only_loss=True, assistant_only_loss=True, num_train_epochs=config.epochs,
+            max_steps=config.max_steps, learning_rate=config.learning_rate, lr_scheduler_type="constant",
+            per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
+            logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
+            disable_tqdm=True, seed=config.seed, data_seed=config.seed, dataloader_num_workers=0,
+            shuffle_dataset=False,
+        )
+        lora = LoraConfig(r=config.lora_rank, lora_alpha=2 * config.lora_rank, lora_dropout=0.0,
+                          target_modules="all-linear", task_type="CAUSAL_LM")
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                              peft_config=lora)
     trainer.remove_callback(PrinterCallback)

