@@ -392,8 +392,7 @@ def eval_(
     if settings.policy == "openai":
         model_setup.probe(settings)
     plan = eval_cmd.plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
-    shards = (len(plan.tasks) + 15) // 16
-    with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
+    with RoundProgress(enabled=progress and not as_json, total=len(plan.shard_keys), done=0, round_id=f"eval {split}") as bar:
         result = eval_cmd.run_eval(store, settings, plan, advance=bar.advance)
     if split == "dev":
         planning.refresh_proposal(store, settings, fams)
@@ -413,8 +412,7 @@ def plan(
 
     settings, store = existing_store(config, data_dir, state_url)
     families = planning.selected_families(settings)
-    data = planning.plan_view(store, settings, families)
-    planning.refresh_proposal(store, settings, families)
+    data = planning.shown_plan(store, settings, families)
     if as_json:
         out.print_json(json.dumps(data))
     else:
@@ -452,9 +450,10 @@ def import_(
 ) -> None:
     """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
     from flows import import_cmd, views  # deferred: Prefect, DuckDB and Arrow, which --help never needs
+    from flows.stages import importing  # deferred: DuckDB and Arrow, which --help never needs
 
     settings = cli_settings(config, data_dir, state_url)
-    prepared = import_cmd.prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
+    prepared = importing.prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
     pre = prepared.summary
     if pre.without_schemas and not as_json:
         given = f"schemas from {tools}" if tools else "no --tools file"

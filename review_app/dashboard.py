@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from curation.report import round_sizes
 from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
 from review_app.data import Overlap, review_connection
 from warehouse import state
@@ -15,22 +16,15 @@ from warehouse.store import Store
 
 def funnel(store: Store, round_id: str, overlap: Overlap) -> list[dict[str, Any]]:
     """The round's funnel, stage by stage (tasks first, then episodes)."""
-    with store.session() as s:
-        batches = state.batches_of(session=s, round_id=round_id)
     con = review_connection(store, [round_id], overlap)
-    collected, curated, reviewed, approved = con.execute(
-        """
-        SELECT (SELECT count(*) FROM episodes),
-               (SELECT count(DISTINCT episode_id) FROM marks),
-               (SELECT count(*) FROM status),
-               (SELECT count(*) FROM status WHERE final = 'approve')
-        """
-    ).fetchone()
+    size = round_sizes(store, con, [round_id])[round_id]
+    reviewed, approved = con.execute(
+        "SELECT (SELECT count(*) FROM status), (SELECT count(*) FROM status WHERE final = 'approve')").fetchone()
     return [
-        {"stage": "1 tasks generated", "count": sum(b.tasks_tried for b in batches)},
-        {"stage": "2 tasks kept by gate", "count": sum(b.tasks_kept for b in batches)},
-        {"stage": "3 episodes collected", "count": collected},
-        {"stage": "4 episodes curated", "count": curated},
+        {"stage": "1 tasks generated", "count": size["tasks_tried"]},
+        {"stage": "2 tasks kept by gate", "count": size["tasks_kept"]},
+        {"stage": "3 episodes collected", "count": size["episodes"]},
+        {"stage": "4 episodes curated", "count": size["curated"]},
         {"stage": "5 episodes reviewed", "count": reviewed},
         {"stage": "6 episodes approved", "count": approved},
     ]
