@@ -1,5 +1,5 @@
 """Feedback in: a trainer's per-task results (``flywheel feedback``; an eval in the phone
-is ``flows.eval_cmd``). Each import is one committed unit whose key comes from its
+is ``flows.stages.evaluate``). Each import is one committed unit whose key comes from its
 content, so importing the same file twice changes nothing."""
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from flows.stages.curate import CURATE_KEY, curate_round_logged, curate_task
 from flows.stages.plan import finish_round, plan_task
 from flows.stages.sync import sync_task
 from flows.stages.write import TASKS_KEY, write_tasks_task
+from generators.importers.scan import ImportSummary
 from warehouse import killpoints, state
 from warehouse.settings import Settings
 from warehouse.store import Store
@@ -212,3 +213,35 @@ IMPORT_FILE = Stage("import", reads=("file",), writes=("rounds", "tasks", *EPISO
                     work=_import, committed=nothing_committed)  # the file's digest finds an earlier import
 
 IMPORT = (IMPORT_FILE, CURATE)
+
+
+# --- the walks an eval and an import make ------------------------------------------------------
+
+def plan_eval(store: Store, settings: Settings, families: list[str], *, split: str, episodes: int,
+              tag: str = "") -> evaluate.EvalPlan:
+    """The eval's plan and tasks (its first two stages: plan-eval, write); nothing is committed."""
+    run = Run(store, settings, params={"families": families, "split": split, "episodes": episodes, "tag": tag})
+    return walk(EVAL[:2], run).out["write"]
+
+
+def run_eval(store: Store, settings: Settings, plan: evaluate.EvalPlan, *,
+             advance: Callable[[], object] | None = None) -> FeedbackImport:
+    """Collect what is missing of ``plan`` and record its results as one feedback batch (the eval's last
+    two stages: collect, record), ``advance`` called once per shard.
+
+    All of it under the data directory's writer lock: a round starting meanwhile would
+    otherwise take the eval's shard, renamed but not yet recorded, for an orphan and delete it."""
+    with store.run_lock():
+        store.clean_orphans()  # shards of an eval killed before recording them
+        run = Run(store, settings, run_id=plan.batch, params={"eval": plan, "advance": advance})
+        return walk(EVAL[2:], run).out["record"]
+
+
+def import_prepared(store: Store, prepared: importing.PreparedImport,
+                    settings: Settings | None = None) -> ImportSummary:
+    """Commit the import as its own round (once per file) and curate it."""
+    with store.run_lock():
+        store.clean_orphans()  # shards of an import killed before its transaction
+        run = walk(IMPORT, Run(store, settings, params={"prepared": prepared}))
+        prepared.summary.marks = run.out["curate"]  # keyed: 0 once done
+    return prepared.summary

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from flows.feedback_cmd import import_feedback
-from flows.import_cmd import import_prepared
+from flows.pipeline import import_prepared
 from flows.stages import importing as import_cmd
 from flows.stages.importing import commit_import, prepare_import
 from review_app import decisions

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from flows.import_cmd import import_prepared
+from flows.pipeline import import_prepared
 from flows.stages import importing as import_cmd
 from flows.stages.importing import commit_import, prepare_import
 from warehouse import state

@@ -21,7 +21,7 @@ HUGE = LINE * (200_000 // len(LINE))  # about 200 kB
 
 @pytest.fixture
 def huge_episode(tmp_path, monkeypatch):
-    from flows.import_cmd import import_prepared
+    from flows.pipeline import import_prepared
     from flows.stages.importing import prepare_import
 
     conv = airline_conversation()
