@@ -183,8 +183,8 @@ def _record_eval(run: Run, todo: list[str]) -> FeedbackImport:
 
 PLAN_EVAL = Stage("plan-eval", reads=("feedback",), writes=(), units=once, work=_plan_eval,
                   committed=nothing_committed)
-WRITE_EVAL = Stage("write", reads=(), writes=(), units=once, work=_write_eval,
-                   committed=nothing_committed)  # in memory: the same seeds write the same tasks
+# an eval's tasks are kept in memory, not committed: the same seeds write the same tasks again
+WRITE_EVAL = Stage("write", reads=(), writes=(), units=once, work=_write_eval, committed=nothing_committed)
 COLLECT_EVAL = Stage("collect", reads=(), writes=EPISODE_TABLES, units=lambda run: run.params["eval"].shard_keys,
                      work=_collect_eval)
 RECORD_EVAL = Stage("record", reads=EPISODE_TABLES, writes=("feedback",), units=lambda run: [run.run_id],

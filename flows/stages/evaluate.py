@@ -64,8 +64,7 @@ def plan_levels(store: Store, settings: Settings, families: list[str], *, split:
     # except its own, so its own results cannot move them.
     same = EVAL_PREFIX + digest([model, split, episodes, seed, families, tag], 12)
     levels = {m.family: m.difficulty for m in mix_for(store, settings, families, skip_batches=same)[0]}
-    return EvalPlan(batch=f"{same}-{digest([levels], 6)}", split=split, model=model, tasks=[],
-                    levels=levels, missing=list(families))
+    return EvalPlan(batch=f"{same}-{digest([levels], 6)}", split=split, model=model, tasks=[], levels=levels)
 
 
 def write_eval_tasks(plan: EvalPlan, families: list[str], *, episodes: int, seed: int) -> EvalPlan:
