@@ -11,7 +11,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from flows import eval_cmd, import_cmd, label_studio_cmd, phone_cmd, run_cmd
+from flows import eval_cmd, feedback_cmd, import_cmd, label_studio_cmd, phone_cmd, run_cmd
 from flows.cli_shared import (
     ConfigOpt,
     DataDirOpt,
@@ -215,7 +215,7 @@ def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_st
         raise typer.Exit(1)  # nothing in the file could be recorded
 
 
-app.command()(run_cmd.feedback)
+app.command()(feedback_cmd.feedback)
 app.command(name="eval")(eval_cmd.eval_)
 app.command()(run_cmd.plan)
 app.command("import")(import_cmd.import_)

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.feedback_cmd import FEEDBACK_ROUND, FeedbackImport
 from flows.prefect_window import rename_this_run
 from flows.progress import RoundProgress
 from flows.runners import cluster_executor, collects_inline, runner_kind, workers
@@ -26,6 +25,7 @@ from flows.stages import evaluate, importing
 from flows.stages.collect import collect_shards, shard_keys, shard_slots
 from flows.stages.context import run_log, settings_doc
 from flows.stages.curate import CURATE_KEY, curate_round_logged, curate_task
+from flows.stages.feedback import FEEDBACK_ROUND, FeedbackImport
 from flows.stages.plan import finish_round, plan_task
 from flows.stages.sync import sync_task
 from flows.stages.write import TASKS_KEY, write_tasks_task

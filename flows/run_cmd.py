@@ -1,10 +1,9 @@
-"""The round's commands: ``flywheel run``, ``serve``, ``deploy``, ``status``, ``plan`` and ``feedback``
+"""The round's commands: ``flywheel run``, ``serve``, ``deploy``, ``status`` and ``plan``
 (parse, call a flow or a view, print; registered on the app in flows.cli)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,11 +15,9 @@ from flows.cli_shared import (
     ProgressOpt,
     StateUrlOpt,
     cli_settings,
-    err,
     existing_store,
     open_store,
     out,
-    print_json,
 )
 from flows.interrupt import stop_at_once_on_interrupt
 from flows.prefect_env import configure_prefect
@@ -164,26 +161,3 @@ def plan(
         out.print_json(json.dumps(data))
     else:
         views.print_plan(out, data)
-
-
-def feedback(
-    file: Annotated[Path, typer.Argument(help="JSON list or JSON Lines of {task_id, success or reward, model?}.")],
-    model: Annotated[str, typer.Option("--model", help="Model the results belong to (unless a record names one).")] = "",
-    threshold: Annotated[
-        float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
-    ] = 1.0,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Import a trainer's per-task results; the next round's mix follows them."""
-    from flows import feedback_cmd, planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
-
-    settings, store = existing_store(config, data_dir, state_url)
-    result = feedback_cmd.import_feedback(store, file, model=model, threshold=threshold)
-    planning.refresh_proposal(store, settings, planning.selected_families(settings))
-    if as_json:
-        print_json(views.feedback_json(result))
-        return
-    views.print_feedback_import(out, err, result, str(file))

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from flows.feedback_cmd import import_feedback
 from flows.pipeline import import_prepared
 from flows.stages import importing as import_cmd
+from flows.stages.feedback import import_feedback
 from flows.stages.importing import commit_import, prepare_import
 from review_app import decisions
 from review_app.accounts import add_reviewer

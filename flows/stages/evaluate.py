@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from flows.feedback_cmd import FEEDBACK_ROUND, FeedbackImport
 from flows.planning import mix_for
 from flows.stages.collect import CollectRun, collect_units
+from flows.stages.feedback import FEEDBACK_ROUND, FeedbackImport
 from generators.phone.families import get_family
 from generators.task_batch import held_out_tasks
 from warehouse import killpoints
