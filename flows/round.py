@@ -77,27 +77,9 @@ def _round(settings: Settings, show_progress: bool = True) -> dict[str, Any]:
     runner, n_workers = run.out["collect"]
     written = len(run.todo["collect"])
     summary = RoundSummary(
-        round_id=round_id,
-        resumed=run.out["plan"],
-        episodes=counts["episodes"],
-        successes=counts["successes"],
-        shards_written=written,
-        shards_skipped=len(run.units["collect"]) - written,
-        orphans_removed=len(orphans),
-        tasks_kept=counts["tasks_kept"],
-        tasks_tried=counts["tasks_tried"],
-        prompt_tokens=counts.get("prompt_tokens", 0),
-        completion_tokens=counts.get("completion_tokens", 0),
-        cost_usd=counts["cost_usd"],
-        model_usage=counts["model_usage"],
-        model_errors=counts.get("model_errors", []),
-        user_fallbacks=counts.get("user_fallbacks", []),
-        runner=runner,
-        workers=n_workers,
-        reference_demonstrations=counts.get("reference_demonstrations", 0),
-        tasks_worded=counts["tasks_worded"],
-        tasks_written=counts["tasks_written"],
-        judge_errors=counts["judge_errors"],
+        round_id=round_id, resumed=run.out["plan"], shards_written=written,
+        shards_skipped=len(run.units["collect"]) - written, orphans_removed=len(orphans), runner=runner,
+        workers=n_workers, **counts,  # what the round made: curation.report.round_counts
     ).as_dict() | ({"label_studio": synced} if synced is not None else {})
     row = next((r for r in status_rows(store, settings.openai.prices) if r["round"] == round_id), None)
     publish(f"round-{round_id}", round_markdown(summary, row), f"agent-flywheel round {round_id}")
