@@ -6,7 +6,8 @@ from typing import Any
 
 from sqlmodel import select
 
-from curation.report import round_sizes
+from curation.capabilities import capability_report
+from curation.report import outcome_rows, round_sizes
 from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
 from review_app.data import Overlap, review_connection
 from warehouse import state
@@ -31,19 +32,14 @@ def funnel(store: Store, round_id: str, overlap: Overlap) -> list[dict[str, Any]
 
 
 def success_by(store: Store, round_id: str, by: str) -> list[dict[str, Any]]:
-    """Episodes and success rate per family (``by='family'``) or capability."""
-    con = store.duck([round_id])
-    if by == "family":
-        group, source = "e.family", "episodes e JOIN outcomes o USING (episode_id)"
-    elif by == "capability":
-        group = "cap"
-        source = "(SELECT e.*, unnest(t.capabilities) AS cap FROM episodes e JOIN tasks t USING (task_id)) e JOIN outcomes o USING (episode_id)"
-    else:
+    """Episodes and success rate per family (``by='family'``) or capability, as ``flywheel status``
+    counts them (:func:`curation.capabilities.capability_report`: the model's attempts, reference
+    demonstrations left out)."""
+    if by not in ("family", "capability"):
         raise ValueError(f"unknown grouping {by!r}")
-    rows = con.execute(
-        f"SELECT {group} AS g, count(*), avg(CASE WHEN o.success THEN 1.0 ELSE 0.0 END) FROM {source} GROUP BY 1 ORDER BY 1"
-    ).fetchall()
-    return [{by: g, "episodes": n, "success_rate": round(rate, 3)} for g, n, rate in rows]
+    report = capability_report(outcome_rows(store.duck([round_id]))).get(round_id, {})
+    groups = report.get("families" if by == "family" else "capabilities", {})
+    return [{by: g, "episodes": v["episodes"], "success_rate": round(v["success_rate"], 3)} for g, v in groups.items()]
 
 
 def cost(store: Store, round_id: str, overlap: Overlap) -> dict[str, Any]:
