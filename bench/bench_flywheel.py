@@ -33,8 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from flows import stages
-from flows.feedback_cmd import import_feedback
 from flows.planning import refresh_proposal
+from flows.stages.feedback import import_feedback
 from generators.phone.families import get_family
 from review_app import accounts, decisions, release
 from review_app.data import Overlap

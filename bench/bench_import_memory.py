@@ -28,7 +28,7 @@ CHILD = """
 import resource, sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from flows.import_cmd import commit_import, prepare_import
+from flows.stages.importing import commit_import, prepare_import
 from warehouse.store import Store
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 store = Store(Path(sys.argv[2]))

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 
-from flows import label_studio_cmd, phone_cmd
+from flows import eval_cmd, feedback_cmd, import_cmd, label_studio_cmd, phone_cmd, run_cmd
 from flows.cli_shared import (
     ConfigOpt,
     DataDirOpt,
@@ -23,17 +22,12 @@ from flows.cli_shared import (
     cli_settings,
     err,
     existing_store,
-    open_store,
     out,
     print_json,
 )
-from flows.interrupt import stop_at_once_on_interrupt
-from flows.prefect_env import configure_prefect, quiet_prefect
-from flows.progress import RoundProgress
-from review_app.agreement import Overlap
+from flows.prefect_env import quiet_prefect
 from warehouse import killpoints
 from warehouse.errors import FlywheelError, InputError, first_line
-from warehouse.settings import config_in_use
 
 app = typer.Typer(
     name="flywheel",
@@ -44,128 +38,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command and subcommand inherits it
 )
-CronOpt = Annotated[str, typer.Option("--cron", help="When to run a round (cron syntax).")]
-TimezoneOpt = Annotated[str, typer.Option("--timezone", help="Time zone of the cron schedule.")]
-
-
-@app.command()
-def run(
-    episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes in the round.")] = None,
-    rollouts: Annotated[int | None, typer.Option("--rollouts", "-k", min=1, help="Rollouts per task.")] = None,
-    families: Annotated[
-        str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Base seed of the task draws.")] = None,
-    policy: Annotated[
-        str | None, typer.Option("--policy", help="Who acts in the phone: scripted (offline) or openai (a model endpoint).")
-    ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name at the endpoint (openai policy or writer).")] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from FLYWHEEL_OPENAI__API_KEY or OPENAI_API_KEY).")
-    ] = None,
-    writer: Annotated[
-        str | None, typer.Option("--writer", help="Who words the instructions: template (offline) or openai.")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", "-w", min=1, help="Shards collected at once (default: round.workers, or the machine's cores).")
-    ] = None,
-    progress: ProgressOpt = True,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Run a full round (plan, write tasks, collect, stage, curate), or resume an unfinished one."""
-    round_over: dict[str, Any] = {}
-    if episodes is not None:
-        round_over["episodes"] = episodes
-    if rollouts is not None:
-        round_over["rollouts"] = rollouts
-    if seed is not None:
-        round_over["seed"] = seed
-    if workers is not None:
-        round_over["workers"] = workers
-    if families:
-        round_over["families"] = [f.strip().upper() for f in families.split(",") if f.strip()]
-    openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
-    settings = cli_settings(config, data_dir, state_url, round=round_over or None, policy=policy, writer=writer,
-                         openai=openai_over or None)
-    from flows import model_setup, planning, runners, views  # deferred: DuckDB and SQLAlchemy, slow to import
-    from flows.round import round_flow  # deferred: Prefect, a second to import
-
-    planning.selected_families(settings)  # an unknown family fails here, before anything starts
-    if "openai" in (settings.policy, settings.writer):  # a wrong URL, key or model fails before any work
-        model_setup.probe(settings)
-    if settings.user.enabled:  # so does the model user's
-        model_setup.probe_user(settings)
-    runners.check_dask_scheduler(settings)  # so does a Dask scheduler that does not answer
-    open_store(settings)  # so does a bad data directory or state URL
-    configure_prefect(settings.local_root())
-    stop_at_once_on_interrupt()
-    summary = round_flow(settings, show_progress=progress and not as_json)
-    if as_json:
-        out.print_json(json.dumps(summary))
-        return
-    views.print_round_summary(out, summary, settings)
-
-
-@app.command()
-def serve(
-    cron: CronOpt = "0 2 * * *",
-    timezone: TimezoneOpt = "UTC",
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Serve the nightly round on a schedule (needs a Prefect server at PREFECT_API_URL)."""
-    from flows.schedule_cmd import serve_command  # deferred: Prefect, a second to import
-
-    serve_command(cli_settings(config, data_dir, state_url), config=config_in_use(config), cron=cron, timezone=timezone,
-                  console=out)
-
-
-@app.command()
-def deploy(
-    pool: Annotated[str, typer.Option("--pool", help="The Prefect work pool whose workers run the rounds.")],
-    cron: CronOpt = "0 2 * * *",
-    timezone: TimezoneOpt = "UTC",
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Register the nightly round to a Prefect work pool; `prefect worker start --pool NAME` runs it anywhere."""
-    from flows.schedule_cmd import deploy_command  # deferred: Prefect, a second to import
-
-    deploy_command(cli_settings(config, data_dir, state_url), pool=pool, config=config_in_use(config), cron=cron,
-                   timezone=timezone, console=out)
-
-
-@app.command()
-def status(
-    history: Annotated[
-        bool, typer.Option("--history", help="Competence per family after each feedback batch, and each round's mix.")
-    ] = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Show the rounds: episodes, success, curation marks and reviews (--history: how competence and the mix moved)."""
-    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
-
-    settings, store = existing_store(config, data_dir, state_url)
-    if history:
-        data = planning.history_data(store)
-        if as_json:
-            out.print_json(json.dumps(data))
-        else:
-            views.print_history(out, data)
-        return
-    rows = views.status_rows(store, settings.openai.prices, Overlap.from_settings(settings))
-    if as_json:
-        out.print_json(json.dumps({"data_dir": settings.data_location(), "rounds": rows}))
-    else:
-        views.print_status(out, rows, settings)
+for _command in (run_cmd.run, run_cmd.serve, run_cmd.deploy, run_cmd.status):
+    app.command()(_command)
 
 
 @app.command()
@@ -341,143 +215,10 @@ def _decide_file(file: Path, *, reviewer: str, decision: str | None, password_st
         raise typer.Exit(1)  # nothing in the file could be recorded
 
 
-@app.command()
-def feedback(
-    file: Annotated[Path, typer.Argument(help="JSON list or JSON Lines of {task_id, success or reward, model?}.")],
-    model: Annotated[str, typer.Option("--model", help="Model the results belong to (unless a record names one).")] = "",
-    threshold: Annotated[
-        float, typer.Option("--success-threshold", help="A record with only a reward succeeds at or above this.")
-    ] = 1.0,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Import a trainer's per-task results; the next round's mix follows them."""
-    from flows import feedback_cmd, planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
-
-    settings, store = existing_store(config, data_dir, state_url)
-    result = feedback_cmd.import_feedback(store, file, model=model, threshold=threshold)
-    planning.refresh_proposal(store, settings, planning.selected_families(settings))
-    if as_json:
-        print_json(views.feedback_json(result))
-        return
-    views.print_feedback_import(out, err, result, str(file))
-
-
-@app.command(name="eval")
-def eval_(
-    split: Annotated[str, typer.Option("--split", help="dev (feeds the planner) or test (reported only).")] = "dev",
-    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Tasks to evaluate, spread over families.")] = 60,
-    families: Annotated[str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")] = None,
-    tag: Annotated[str, typer.Option("--tag", help="Measure again (e.g. a new checkpoint under the same model name).")] = "",
-    progress: ProgressOpt = True,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
-    results as feedback; dev results steer the next plan, test results are reported only."""
-    from flows import eval_cmd, model_setup, planning, views  # deferred: Prefect, DuckDB and SQLAlchemy
-
-    openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}
-    round_over = {"families": [f.strip().upper() for f in families.split(",") if f.strip()]} if families else None
-    settings = cli_settings(config, data_dir, state_url, policy="openai" if model else None,
-                         openai=openai_over or None, round=round_over)
-    store = open_store(settings, create=False)
-    fams = planning.selected_families(settings)
-    if settings.policy == "openai":
-        model_setup.probe(settings)
-    plan = eval_cmd.plan_eval(store, settings, fams, split=split, episodes=episodes, tag=tag)
-    shards = (len(plan.tasks) + 15) // 16
-    with RoundProgress(enabled=progress and not as_json, total=shards, done=0, round_id=f"eval {split}") as bar:
-        result = eval_cmd.run_eval(store, settings, plan, advance=bar.advance)
-    if split == "dev":
-        planning.refresh_proposal(store, settings, fams)
-    views.print_eval(out, err, store, plan, result, as_json=as_json)
-
-
-@app.command()
-def plan(
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Show competence per family (every feedback batch, newest weighing most) and exactly the plan the next
-    round would run, each number with its reason; stores the planner's proposal for the release page."""
-    from flows import planning, views  # deferred: DuckDB and SQLAlchemy, which --help never needs
-
-    settings, store = existing_store(config, data_dir, state_url)
-    families = planning.selected_families(settings)
-    data = planning.plan_view(store, settings, families)
-    planning.refresh_proposal(store, settings, families)
-    if as_json:
-        out.print_json(json.dumps(data))
-    else:
-        views.print_plan(out, data)
-
-
-@app.command("import")
-def import_(
-    file: Annotated[Path, typer.Argument(help="The file to import (see --format).", show_default=False)],
-    fmt: Annotated[
-        str,
-        typer.Option("--format", help="openai-chat (JSON list or JSONL of conversations), inspect (Inspect AI .eval or "
-                     ".json log), tau2 (τ²-bench results JSON), otel (OTLP JSON GenAI spans) or adp (Agent Data "
-                     "Protocol trajectories)."),
-    ] = "openai-chat",
-    scorer: Annotated[
-        str | None, typer.Option("--scorer", help="inspect: the scorer whose value is the reward; otel: the evaluation "
-                                          "(gen_ai.evaluation.name) whose score is (default: the first).")
-    ] = None,
-    tools: Annotated[
-        Path | None,
-        typer.Option("--tools", help="OpenAI function schemas (a JSON list) for the records that carry no `tools` "
-                                     "of their own; without it, schemas are inferred from the calls.", show_default=False),
-    ] = None,
-    source: Annotated[
-        str | None,
-        typer.Option("--source", help="The name task ids are scoped by (`NAME:ID`), so two files that number their "
-                                      "tasks alike stay apart (default: the file's name without its suffix).",
-                     show_default=False),
-    ] = None,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-    state_url: StateUrlOpt = None,
-) -> None:
-    """Import trajectories recorded elsewhere as a curated round (source=external, no replay); malformed records are skipped."""
-    from flows import import_cmd, views  # deferred: Prefect, DuckDB and Arrow, which --help never needs
-
-    settings = cli_settings(config, data_dir, state_url)
-    prepared = import_cmd.prepare_import(file, fmt.strip().lower(), tools, scorer=scorer, source=source)  # a file that is not JSON fails here, before anything is written
-    pre = prepared.summary
-    if pre.without_schemas and not as_json:
-        given = f"schemas from {tools}" if tools else "no --tools file"
-        inferred = (f"; schemas inferred from the calls for {len(pre.inferred_tools)} tool(s): "
-                    f"{', '.join(pre.inferred_tools)}" if pre.inferred_tools else "")
-        out.print(f"{pre.without_schemas} of {pre.records} records have no tool schemas ({given}){inferred}",
-                  markup=False, highlight=False, soft_wrap=True)
-    summary = import_cmd.import_prepared(open_store(settings), prepared, settings)
-    if as_json:
-        print_json({"file": str(file), "source": prepared.source, "round": summary.round_id, "imported": summary.imported,
-                     "already": summary.already, "file_already_imported": summary.file_already_imported,
-                     "marks": summary.marks, "skipped": [{"where": w, "why": y} for w, y in summary.skipped],
-                     "without_schemas": pre.without_schemas, "inferred_tools": list(pre.inferred_tools)})
-        return
-    views.print_skipped(err, str(file), summary.skipped)
-    if summary.file_already_imported:
-        out.print(f"{file} was already imported as round {summary.round_id}; nothing changed"
-                  + (f" (curated it: {summary.marks} marks)" if summary.marks else ""), markup=False, highlight=False)
-        return
-    where = f" as round {summary.round_id}" if summary.round_id else ""
-    out.print(f"Imported {summary.imported} episodes from {file}{where} ({summary.already} already there, "
-              f"{len(summary.skipped)} malformed skipped; {summary.marks} curation marks)",
-              markup=False, highlight=False)
+app.command()(feedback_cmd.feedback)
+app.command(name="eval")(eval_cmd.eval_)
+app.command()(run_cmd.plan)
+app.command("import")(import_cmd.import_)
 
 
 reviewer_app = typer.Typer(help="Reviewer accounts of the review app.", no_args_is_help=True, rich_markup_mode=None)

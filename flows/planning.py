@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,19 +39,6 @@ def feedback_records(store: Store) -> list[FeedbackRecord]:
     return list(iter_records(store.duck(), "feedback"))
 
 
-def latest_feedback_batch(store: Store) -> str | None:
-    """The newest feedback import or eval that the planner learns from (test evals are reports)."""
-    order = batch_order(r for r in feedback_records(store) if not is_report(r))
-    return order[0][0] if order else None
-
-
-def current_competence(store: Store) -> tuple[str | None, dict[tuple[str, int], Competence]]:
-    """The newest batch and competence per (family, level), merged over every batch with recency weights."""
-    records = feedback_records(store)
-    order = batch_order(r for r in records if not is_report(r))
-    return (order[0][0] if order else None), competence_table(records)
-
-
 def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
     """Failure types of the newest batch that says why its failures failed (an eval does)."""
     order = batch_order(r for r in records if r.failure_type and not is_report(r))
@@ -63,13 +51,14 @@ def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
 
 
 def mix_for(store: Store, settings: Settings, families: list[str], *,
-            skip_batches: str = "") -> tuple[list[FamilyMix], list[str]]:
+            skip_batches: str = "", records: list[FeedbackRecord] | None = None) -> tuple[list[FamilyMix], list[str]]:
     """Each family's share, level and reason in the next batch, and the harness-side reports
-    (from every feedback batch but those whose id starts with ``skip_batches``, if given)."""
+    (from every feedback batch, or ``records`` when read already, but those whose id starts with
+    ``skip_batches``, if given)."""
     r = settings.round
     if not r.adaptive:
         return [FamilyMix(f, 1.0, r.difficulty, "adaptive planning is off") for f in families], []
-    records = feedback_records(store)
+    records = feedback_records(store) if records is None else records
     if skip_batches:
         records = [rec for rec in records if not rec.batch.startswith(skip_batches)]
     inputs = MixInputs(
@@ -83,6 +72,26 @@ def mix_for(store: Store, settings: Settings, families: list[str], *,
     return mix, harness_reports([f for f in inputs.failures if f.family in families])
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the next plans are made from, read once: the feedback, the mix and reports it gives, the
+    newest batch the planner learns from, and competence per (family, level)."""
+
+    records: list[FeedbackRecord]
+    mixes: list[FamilyMix]
+    reports: list[str]
+    batch: str | None
+    competence: dict[tuple[str, int], Competence]
+
+
+def planned_from(store: Store, settings: Settings, families: list[str]) -> Planned:
+    """Read the feedback once and make of it what every plan of the moment needs."""
+    records = feedback_records(store)
+    mixes, reports = mix_for(store, settings, families, records=records)
+    order = batch_order(r for r in records if not is_report(r))
+    return Planned(records, mixes, reports, order[0][0] if order else None, competence_table(records))
+
+
 def pending_release(store: Store) -> Release | None:
     """The latest approved release whose sampling plan no round has used yet."""
     with store.session() as s:
@@ -94,22 +103,28 @@ def pending_release(store: Store) -> Release | None:
 
 
 def next_plan(store: Store, settings: Settings, families: list[str], round_number: int, *,
-              use_release: bool = True) -> Plan:
-    """The plan of round ``round_number``.
+              use_release: bool = True, planned: Planned | None = None) -> Plan:
+    """The plan of round ``round_number`` (from ``planned``, when the feedback was read already).
 
     A sampling plan a lead approved with a release, and no round has used yet, decides the
     episodes and the family shares (people gate the mix as they gate the data); otherwise
     the sizes come from settings and the mix from the latest feedback. Difficulty always
     follows competence."""
+    planned = planned or planned_from(store, settings, families)
+    rel = pending_release(store) if use_release else None
+    return plan_with(settings, families, round_number, planned, rel)
+
+
+def plan_with(settings: Settings, families: list[str], round_number: int, planned: Planned,
+              rel: Release | None) -> Plan:
+    """The plan of round ``round_number`` from ``planned``, with the release ``rel``'s sampling plan if given."""
     r = settings.round
-    mixes, reports = mix_for(store, settings, families)
-    mix = {m.family: m for m in mixes}
+    mix = {m.family: m for m in planned.mixes}
     episodes, weights = r.episodes, {f: m.weight for f, m in mix.items()}
     difficulties = {f: m.difficulty for f, m in mix.items()}
     reasons = {f: m.reason for f, m in mix.items()}
-    batch = latest_feedback_batch(store) if r.adaptive else None
+    batch = planned.batch if r.adaptive else None
     source = f"feedback {batch}" if batch else "even"
-    rel = pending_release(store) if use_release else None
     released = (released_mix(rel.sampling_plan, rel.id, rel.approved_by, mix, families, episodes, difficulties)
                 if rel is not None else None)
     if released is not None:
@@ -127,10 +142,23 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
         source=source,
         curricula={f: {"kind": m.curriculum, "variants": list(m.variants)}
                    for f, m in mix.items() if m.curriculum and f in families},
-        reports=reports,
+        reports=planned.reports,
         competence={f: m.competence for f, m in mix.items() if m.competence and f in families},
         reference_share=r.reference_share,
     )
+
+
+def plan_and_proposal(store: Store, settings: Settings, families: list[str],
+                      round_number: int) -> tuple[Plan, Planned]:
+    """The plan of round ``round_number`` and the planner's own proposal (no release applied, what the
+    release page shows), stored: both from one reading of the feedback, and one plan when no release
+    is pending (the proposal is then the plan itself)."""
+    planned = planned_from(store, settings, families)
+    rel = pending_release(store)
+    plan = plan_with(settings, families, round_number, planned, rel)
+    own = plan if rel is None else plan_with(settings, families, round_number, planned, None)
+    store_proposal(store, planned, own)
+    return plan, planned
 
 
 def next_round_number(store: Store) -> int:
@@ -142,9 +170,15 @@ def next_round_number(store: Store) -> int:
 
 def plan_view(store: Store, settings: Settings, families: list[str], *, use_release: bool = True) -> dict:
     """What ``flywheel plan --json`` prints: competence and the plan, each number with its reason."""
-    batch, competence = current_competence(store)
-    plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release)
-    return plan_data(batch, competence, plan)
+    planned = planned_from(store, settings, families)
+    plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release, planned=planned)
+    return plan_data(planned.batch, planned.competence, plan)
+
+
+def shown_plan(store: Store, settings: Settings, families: list[str]) -> dict:
+    """``flywheel plan``: :func:`plan_view` of the next round, the planner's proposal stored on the way."""
+    plan, planned = plan_and_proposal(store, settings, families, next_round_number(store))
+    return plan_data(planned.batch, planned.competence, plan)
 
 
 def refresh_stored_proposal(settings: Settings) -> None:
@@ -170,8 +204,15 @@ def history_data(store: Store) -> dict[str, Any]:
 def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> dict:
     """Store the competence planner's own proposal (no release applied) for the release page,
     with the competence history the dashboard plots (the review app cannot compute either)."""
-    data = plan_view(store, settings, families, use_release=False)
-    data["history"] = history_data(store)["competence"]
+    planned = planned_from(store, settings, families)
+    return store_proposal(store, planned, next_plan(store, settings, families, next_round_number(store),
+                                                    use_release=False, planned=planned))
+
+
+def store_proposal(store: Store, planned: Planned, plan: Plan) -> dict:
+    """Store ``plan`` as the planner's proposal, with the competence history; returns what was stored."""
+    data = plan_data(planned.batch, planned.competence, plan)
+    data["history"] = competence_history(planned.records)
     with store.session() as s:
         state.save_proposal(session=s, data=data)
     return data

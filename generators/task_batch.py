@@ -4,7 +4,7 @@ curriculum slot takes only its variants. Pure: a family and a slot in, a task ou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from generators.batch_plan import TaskSlot
@@ -55,18 +55,63 @@ def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = N
     With ``slot.variants`` set, seeds whose task is another variant are passed over (they are
     not rejections); if none of the first MAX_VARIANT_SEEDS seeds gives one of them, any
     variant is taken, so a stale curriculum never stops a round."""
-    result = SlotResult(task=None)
     wanted = set(slot.variants)
-    for attempt in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES):
-        task = family.make_task(seed_for(slot, attempt), slot.difficulty, writer)
-        if wanted and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted:
+    found = gated_tasks(
+        family, [seed_for(slot, a) for a in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES)], slot.difficulty, writer,
+        passed_over=lambda attempt, task: bool(wanted) and attempt < MAX_VARIANT_SEEDS
+        and variant_of(task.template) not in wanted,
+        max_rejections=MAX_SEED_TRIES)
+    return SlotResult(task=found.tasks[0] if found.tasks else None, tried=found.tried, rejections=found.rejections)
+
+
+@dataclass
+class Gated:
+    tasks: list[TaskSpec]
+    tried: int = 0  # tasks put through the gate
+    rejections: Counter = field(default_factory=Counter)
+
+
+def gated_tasks(family: Family, seeds: Iterable[int], difficulty: int, writer: TemplateWriter | None = None, *,
+                wanted: int = 1, passed_over: Callable[[int, TaskSpec], bool] | None = None,
+                max_rejections: int | None = None) -> Gated:
+    """The first ``wanted`` tasks the family writes from ``seeds`` (in order) at ``difficulty`` that the
+    generation gate keeps: the one task writer of rounds and evals. A task ``passed_over(attempt, task)``
+    is skipped without a gate (not a rejection); after ``max_rejections`` gate rejections the search stops."""
+    writer = writer or TemplateWriter()
+    result = Gated(tasks=[])
+    for attempt, seed in enumerate(seeds):
+        if len(result.tasks) >= wanted:
+            break
+        task = family.make_task(seed, difficulty, writer)
+        if passed_over is not None and passed_over(attempt, task):
             continue
         result.tried += 1
         reason = scenario_gate_reason(family, task)
         if reason is None:
-            result.task = task
-            return result
+            result.tasks.append(task)
+            continue
         result.rejections[reason] += 1
-        if sum(result.rejections.values()) >= MAX_SEED_TRIES:
-            return result
+        if max_rejections is not None and sum(result.rejections.values()) >= max_rejections:
+            break
     return result
+
+
+SEEDS_PER_TASK = 40  # seeds scanned per wanted held-out task before a family is declared to have none of the split
+
+
+def held_out_tasks(families: Mapping[str, Family], levels: Mapping[str, int], *, split: str, episodes: int,
+                   first_seed: int) -> tuple[list[TaskSpec], list[str]]:
+    """``episodes`` gated tasks of ``split``, spread evenly over ``families`` (round-robin), each at its
+    family's level (default 1), drawn from seeds ``first_seed`` on; and the families that have no task of
+    that split."""
+    writer = TemplateWriter()
+    names = list(families)
+    want = {f: episodes // len(names) + (1 if i < episodes % len(names) else 0) for i, f in enumerate(names)}
+    per: dict[str, list[TaskSpec]] = {}
+    for fam, family in families.items():
+        per[fam] = gated_tasks(family, range(first_seed, first_seed + max(1, want[fam]) * SEEDS_PER_TASK),
+                               levels.get(fam, 1), writer, wanted=want[fam],
+                               passed_over=lambda _, task: task.split != split).tasks
+    missing = [f for f in names if want[f] and not per[f]]
+    order = [t for i in range(max(want.values(), default=0)) for f in names for t in per[f][i:i + 1]]
+    return order, missing

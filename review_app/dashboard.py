@@ -6,6 +6,8 @@ from typing import Any
 
 from sqlmodel import select
 
+from curation.capabilities import capability_report
+from curation.report import outcome_rows, round_sizes
 from review_app.agreement import PairAgreement, Vote, agreement_by_family, agreement_by_pair
 from review_app.data import Overlap, review_connection
 from warehouse import state
@@ -15,41 +17,29 @@ from warehouse.store import Store
 
 def funnel(store: Store, round_id: str, overlap: Overlap) -> list[dict[str, Any]]:
     """The round's funnel, stage by stage (tasks first, then episodes)."""
-    with store.session() as s:
-        batches = state.batches_of(session=s, round_id=round_id)
     con = review_connection(store, [round_id], overlap)
-    collected, curated, reviewed, approved = con.execute(
-        """
-        SELECT (SELECT count(*) FROM episodes),
-               (SELECT count(DISTINCT episode_id) FROM marks),
-               (SELECT count(*) FROM status),
-               (SELECT count(*) FROM status WHERE final = 'approve')
-        """
-    ).fetchone()
+    size = round_sizes(store, con, [round_id])[round_id]
+    reviewed, approved = con.execute(
+        "SELECT (SELECT count(*) FROM status), (SELECT count(*) FROM status WHERE final = 'approve')").fetchone()
     return [
-        {"stage": "1 tasks generated", "count": sum(b.tasks_tried for b in batches)},
-        {"stage": "2 tasks kept by gate", "count": sum(b.tasks_kept for b in batches)},
-        {"stage": "3 episodes collected", "count": collected},
-        {"stage": "4 episodes curated", "count": curated},
+        {"stage": "1 tasks generated", "count": size["tasks_tried"]},
+        {"stage": "2 tasks kept by gate", "count": size["tasks_kept"]},
+        {"stage": "3 episodes collected", "count": size["episodes"]},
+        {"stage": "4 episodes curated", "count": size["curated"]},
         {"stage": "5 episodes reviewed", "count": reviewed},
         {"stage": "6 episodes approved", "count": approved},
     ]
 
 
 def success_by(store: Store, round_id: str, by: str) -> list[dict[str, Any]]:
-    """Episodes and success rate per family (``by='family'``) or capability."""
-    con = store.duck([round_id])
-    if by == "family":
-        group, source = "e.family", "episodes e JOIN outcomes o USING (episode_id)"
-    elif by == "capability":
-        group = "cap"
-        source = "(SELECT e.*, unnest(t.capabilities) AS cap FROM episodes e JOIN tasks t USING (task_id)) e JOIN outcomes o USING (episode_id)"
-    else:
+    """Episodes and success rate per family (``by='family'``) or capability, as ``flywheel status``
+    counts them (:func:`curation.capabilities.capability_report`: the model's attempts, reference
+    demonstrations left out)."""
+    if by not in ("family", "capability"):
         raise ValueError(f"unknown grouping {by!r}")
-    rows = con.execute(
-        f"SELECT {group} AS g, count(*), avg(CASE WHEN o.success THEN 1.0 ELSE 0.0 END) FROM {source} GROUP BY 1 ORDER BY 1"
-    ).fetchall()
-    return [{by: g, "episodes": n, "success_rate": round(rate, 3)} for g, n, rate in rows]
+    report = capability_report(outcome_rows(store.duck([round_id]))).get(round_id, {})
+    groups = report.get("families" if by == "family" else "capabilities", {})
+    return [{by: g, "episodes": v["episodes"], "success_rate": round(v["success_rate"], 3)} for g, v in groups.items()]
 
 
 def cost(store: Store, round_id: str, overlap: Overlap) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from flows.export_cmd import export
-from flows.import_cmd import import_prepared, prepare_import
+from flows.pipeline import import_prepared
+from flows.stages.importing import prepare_import
 from tests.conftest import export_dir
 from warehouse.contract import is_subagent
 from warehouse.query import iter_records

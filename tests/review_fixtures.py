@@ -92,7 +92,8 @@ def import_conversations(store: Store, tmp_path) -> str:
     """Import the airline conversation as a round of its own; its episode id."""
     import json
 
-    from flows.import_cmd import import_prepared, prepare_import
+    from flows.pipeline import import_prepared
+    from flows.stages.importing import prepare_import
 
     path = tmp_path / "airline.jsonl"
     path.write_text(json.dumps(airline_conversation()) + "\n")
@@ -129,7 +130,8 @@ def import_long_episode(store: Store, tmp_path, n_calls: int = 60) -> str:
     """Import long_conversation as a round of its own; its episode id."""
     import json
 
-    from flows.import_cmd import import_prepared, prepare_import
+    from flows.pipeline import import_prepared
+    from flows.stages.importing import prepare_import
 
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps(long_conversation(n_calls)) + "\n")

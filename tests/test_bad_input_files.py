@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from flows.import_cmd import prepare_import
+from flows.stages.importing import prepare_import
 from review_app import decisions
 from review_app.label_studio import config as ls_config
 from review_app.label_studio.annotations import parse_result

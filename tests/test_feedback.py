@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from flows import stages
-from flows.eval_cmd import plan_eval, run_eval
-from flows.feedback_cmd import import_feedback
+from flows.pipeline import plan_eval, run_eval
 from flows.planning import next_plan
+from flows.stages.feedback import import_feedback
 from generators.batch_plan import Plan
 from tests.conftest import cli_env, flywheel
 from warehouse.errors import InputError

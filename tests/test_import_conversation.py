@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from flows.import_cmd import prepare_import
+from flows.stages.importing import prepare_import
 from tests.conftest import export_dir
 from tests.format_roundtrip import approve, export_rows, import_file
 from warehouse.contract import MISSING_RESULT

@@ -113,7 +113,7 @@ def test_an_eval_member_that_decompresses_past_the_limit_is_refused_in_one_line(
     import zipfile
 
     from flows import import_readers
-    from flows.import_cmd import prepare_import
+    from flows.stages.importing import prepare_import
     from warehouse.errors import InputError
 
     path = tmp_path / "bomb.eval"

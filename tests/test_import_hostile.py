@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.import_cmd import FORMATS, prepare_import
+from flows.stages.importing import FORMATS, prepare_import
 from tests.conftest import cli_env, flywheel
 from tests.format_roundtrip import DATA
 from tests.fuzz import assert_one_clear_line

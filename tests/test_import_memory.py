@@ -18,7 +18,7 @@ import bench_import_memory as bench  # noqa: E402
 CHILD = """
 import resource, sys
 from pathlib import Path
-from flows.import_cmd import prepare_import
+from flows.stages.importing import prepare_import
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 prepared = prepare_import(Path(sys.argv[1]), sys.argv[2])
 print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, prepared.summary.records)

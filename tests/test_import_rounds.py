@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from flows import import_cmd
-from flows.feedback_cmd import import_feedback
-from flows.import_cmd import commit_import, import_prepared, prepare_import
+from flows.pipeline import import_prepared
+from flows.stages import importing as import_cmd
+from flows.stages.feedback import import_feedback
+from flows.stages.importing import commit_import, prepare_import
 from review_app import decisions
 from review_app.accounts import add_reviewer
 from review_app.queue import QueueFilter, queue_page

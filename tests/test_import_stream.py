@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from flows import import_cmd
-from flows.import_cmd import commit_import, import_prepared, prepare_import
+from flows.pipeline import import_prepared
+from flows.stages import importing as import_cmd
+from flows.stages.importing import commit_import, prepare_import
 from warehouse import state
 from warehouse.query import iter_records
 from warehouse.store import Store

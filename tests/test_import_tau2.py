@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from flows.import_cmd import prepare_import
+from flows.stages.importing import prepare_import
 from tests.conftest import cli_env, flywheel
 from tests.format_roundtrip import DATA, approve, export_rows, facts, import_file
 from warehouse.errors import InputError

@@ -224,7 +224,7 @@ def test_curation_killed_after_the_judges_answered_asks_no_judge_again(local_end
 def test_judges_whose_endpoint_is_gone_are_counted_in_the_round_summary(tmp_path, monkeypatch):
     from rich.console import Console
 
-    from flows.round import round_counts
+    from curation.report import round_counts
     from flows.views import print_round_summary
     from tests.conftest import free_port
     from tests.curation_data import build_round

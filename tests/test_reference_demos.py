@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from curation.report import round_counts
 from flows import stages
 from flows.export_cmd import export
-from flows.feedback_cmd import import_feedback
 from flows.planning import plan_view
-from flows.round import round_counts
 from flows.stages.collect import collect_records, commit_records
+from flows.stages.feedback import import_feedback
 from flows.views import status_rows
 from generators.batch_plan import Plan, reference_episodes
 from generators.competence import competence_table

@@ -74,7 +74,8 @@ def _conversation(port: int) -> dict:
 
 @pytest.fixture
 def hostile_server(tmp_path, beacon):
-    from flows.import_cmd import import_prepared, prepare_import
+    from flows.pipeline import import_prepared
+    from flows.stages.importing import prepare_import
 
     port, seen = beacon
     data = tmp_path / "d"

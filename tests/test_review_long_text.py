@@ -21,7 +21,8 @@ HUGE = LINE * (200_000 // len(LINE))  # about 200 kB
 
 @pytest.fixture
 def huge_episode(tmp_path, monkeypatch):
-    from flows.import_cmd import import_prepared, prepare_import
+    from flows.pipeline import import_prepared
+    from flows.stages.importing import prepare_import
 
     conv = airline_conversation()
     conv["messages"][1]["content"] = "first " + HUGE  # the instruction (the user's first turn)

@@ -82,3 +82,17 @@ def task_id(family: str, template: str, seed: int, difficulty: int = 1) -> str:
 def episode_id(task: str, policy: str, rollout: int) -> str:
     """Episode id from task id, policy and rollout index."""
     return f"e-{digest([task, policy, rollout], 16)}"
+
+
+SHARD_SIZE = 25  # episodes per committed shard: a round's default (round.shard_size) and an eval's
+
+
+def shard_keys(n: int, size: int = SHARD_SIZE) -> list[str]:
+    """The keys of the shards ``n`` items are cut into, ``size`` at a time, in order."""
+    return [f"s{i:05d}" for i in range((n + size - 1) // size)]
+
+
+def shard_span(key: str, size: int = SHARD_SIZE) -> slice:
+    """Which items shard ``key`` (one of :func:`shard_keys`) holds."""
+    i = int(key[1:])
+    return slice(i * size, (i + 1) * size)

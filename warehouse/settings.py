@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from warehouse.errors import ConfigError, one_line
+from warehouse.ids import SHARD_SIZE
 
 DEFAULT_CONFIG = Path("flywheel.toml")
 
@@ -78,7 +79,7 @@ class RoundSettings(_Section):
 
     episodes: int = Field(100, ge=1, le=10_000_000)
     rollouts: int = Field(2, ge=1, le=64)
-    shard_size: int = Field(25, ge=1, le=100_000)
+    shard_size: int = Field(SHARD_SIZE, ge=1, le=100_000)
     seed: int = 0
     families: list[str] = Field(default_factory=list)  # empty: every family
     difficulty: int = Field(1, ge=1, le=5)

@@ -1,5 +1,6 @@
 """The stages of a round, one module each, each with its Prefect task and its plain function:
-plan, write, collect, curate (read in that order; flows.round runs them). The plain
+plan, write, collect, curate (read in that order; flows.pipeline declares them, with an eval's
+(evaluate) and an import's (importing)). The plain
 functions are importable from here for tests and for other commands."""
 
 from flows.stages.collect import collect_shard, shard_keys

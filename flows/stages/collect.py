@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -30,7 +31,7 @@ from generators.model_collect import BoundModelPolicy
 from generators.model_user import ModelUser
 from generators.models import Engine
 from generators.policies import ReferencePolicy, ScriptedPolicy
-from warehouse import state
+from warehouse import ids, state
 from warehouse.contract import REFERENCE_POLICY, EpisodeRecord, TaskSpec
 from warehouse.episode_commit import commit_episodes
 from warehouse.settings import Settings
@@ -39,16 +40,32 @@ from warehouse.store import Store
 
 def shard_keys(plan_data: dict) -> list[str]:
     """The collection units of a round; their size was fixed when the round was planned."""
-    shard_size = plan_data["shard_size"]
-    n = len(Plan.from_dict(plan_data).episode_slots())
-    return [f"s{i:05d}" for i in range((n + shard_size - 1) // shard_size)]
+    return ids.shard_keys(len(Plan.from_dict(plan_data).episode_slots()), plan_data["shard_size"])
 
 
 def shard_slots(plan_data: dict, key: str) -> list[tuple[int, int]]:
     """(task index, rollout) of each episode of shard ``key``."""
-    i = int(key[1:])
-    shard_size = plan_data["shard_size"]
-    return Plan.from_dict(plan_data).episode_slots()[i * shard_size : (i + 1) * shard_size]
+    return Plan.from_dict(plan_data).episode_slots()[ids.shard_span(key, plan_data["shard_size"])]
+
+
+@dataclass(frozen=True)
+class CollectRun:
+    """What a run's shards are collected under: a round's id, or an eval's batch id (never a round,
+    so never training data); the batch the episodes belong to; the policies' seed; whether a model
+    policy acts in it (the run then opens the planner's engine)."""
+
+    run_id: str
+    batch_id: str
+    seed: int
+    model: bool
+
+
+def round_run(rnd: state.Round) -> CollectRun:
+    """The collection run of a round, from its stored plan."""
+    return CollectRun(rnd.id, f"{rnd.id}-b0", rnd.seed, rnd.plan.get("policy", {}).get("name") == "openai")
+
+
+Jobs = dict[str, list[tuple[TaskSpec, int]]]  # policy name -> its (task, rollout) jobs
 
 
 @dataclass
@@ -93,17 +110,26 @@ def policy_named(name: str, seed: int, round_id: str, store: Store, settings: Se
     return BoundModelPolicy(model_policy(settings.openai), engine, StateJournal(store, round_id))
 
 
+async def unit_records(store: Store, run: CollectRun, jobs: Jobs, settings: Settings, models: RunModels,
+                       created_at: datetime) -> list[EpisodeRecord]:
+    """The episodes of one unit: each policy's ``(task, rollout)`` jobs run concurrently on asyncio over
+    the run's shared ``models``; records in job order, policy by policy."""
+    return [r for policy, group in jobs.items()
+            for r in await collect_episodes(
+                group, policy_named(policy, run.seed, run.run_id, store, settings, models.planner),
+                round_id=run.run_id, batch_id=run.batch_id, created_at=created_at, user=models.user)]
+
+
 def collect_records(store: Store, round_id: str, jobs: list[tuple[TaskSpec, int]], settings: Settings,
                     started: datetime, *, policy: str, seed: int, batch_id: str | None = None) -> list[EpisodeRecord]:
-    """Run ``(task, rollout)`` jobs with the named policy, concurrently on asyncio; records in job order."""
+    """Run ``(task, rollout)`` jobs with the named policy (:func:`unit_records`), uncommitted."""
+    run = CollectRun(round_id, batch_id or f"{round_id}-b0", seed, policy == "openai")
 
-    async def run() -> list[EpisodeRecord]:
-        async with open_models(round_id, store, settings, planner=policy == "openai") as models:
-            actor = policy_named(policy, seed, round_id, store, settings, models.planner)
-            return await collect_episodes(jobs, actor, round_id=round_id, batch_id=batch_id or f"{round_id}-b0",
-                                          created_at=started, user=models.user)
+    async def go() -> list[EpisodeRecord]:
+        async with open_models(round_id, store, settings, planner=run.model) as models:
+            return await unit_records(store, run, {policy: jobs}, settings, models, started)
 
-    return asyncio.run(run())
+    return asyncio.run(go())
 
 
 def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeRecord]) -> None:
@@ -115,7 +141,7 @@ def commit_records(store: Store, round_id: str, key: str, records: list[EpisodeR
                           "kept as endpoint_error")
 
 
-def shard_jobs(store: Store, rnd: state.Round, key: str) -> dict[str, list[tuple[TaskSpec, int]]]:
+def shard_jobs(store: Store, rnd: state.Round, key: str) -> Jobs:
     """The ``(task, rollout)`` jobs of shard ``key`` by the policy of their slot (the round's, or the
     reference policy for a reference demonstration), each task's later sessions with it."""
     plan = Plan.from_dict(rnd.plan)
@@ -124,41 +150,34 @@ def shard_jobs(store: Store, rnd: state.Round, key: str) -> dict[str, list[tuple
     later = load_later_sessions(store, rnd.id, [t.scenario_id for t in tasks.values() if t.scenario_id])
     round_policy = rnd.plan.get("policy", {}).get("name", "scripted")
     # each session replays alone, so the sessions of a scenario may run concurrently
-    jobs: dict[str, list[tuple[TaskSpec, int]]] = {}
+    jobs: Jobs = {}
     for i, rollout in slots:
         jobs.setdefault(plan.slots[i].policy or round_policy, []).extend(
             (t, rollout) for t in [tasks[i], *later.get(tasks[i].scenario_id, [])])
     return jobs
 
 
-async def collect_run(store: Store, round_id: str, keys: list[str], settings: Settings, *,
-                      started: datetime | None = None, at_once: int = 1,
-                      done: Callable[[str, dict[str, int]], object] | None = None) -> dict[str, dict[str, int]]:
-    """Run the episodes of the shards ``keys`` and commit each shard (episodes, steps, outcomes) at
-    once, at most ``at_once`` shards at a time over the run's shared model engines, calling ``done``
-    with each shard's counts as it commits. The first failure stops the run with its own error;
-    shards committed before it stay. ``started``: the episodes' created_at (default: when their
-    shard starts)."""
-    with store.session() as s:
-        rnd = s.get(state.Round, round_id)
+async def collect_units(store: Store, run: CollectRun, keys: list[str], jobs_of: Callable[[str], Jobs],
+                        settings: Settings, *, started: datetime | None = None, at_once: int = 1,
+                        done: Callable[[str, dict[str, int]], object] | None = None) -> dict[str, dict[str, int]]:
+    """Run the episodes of the shards ``keys`` (``jobs_of(key)``: a shard's jobs) and commit each shard
+    (episodes, steps, outcomes) at once, at most ``at_once`` shards at a time over the run's shared
+    model engines, calling ``done`` with each shard's counts as it commits. The first failure stops
+    the run with its own error; shards committed before it stay. ``started``: the episodes'
+    created_at (default: when their shard starts). Rounds and evals both collect through here."""
     counts: dict[str, dict[str, int]] = {}
     slots = asyncio.Semaphore(at_once)
 
     async def one(key: str) -> None:
         async with slots:
-            when = started or datetime.now(UTC)
-            records = [r for policy, group in shard_jobs(store, rnd, key).items()
-                       for r in await collect_episodes(
-                           group, policy_named(policy, rnd.seed, round_id, store, settings, models.planner),
-                           round_id=round_id, batch_id=f"{round_id}-b0", created_at=when, user=models.user)]
-            await asyncio.to_thread(commit_records, store, round_id, key, records)  # the other shards go on
+            records = await unit_records(store, run, jobs_of(key), settings, models, started or datetime.now(UTC))
+            await asyncio.to_thread(commit_records, store, run.run_id, key, records)  # the other shards go on
             counts[key] = {"episodes": len(records), "successes": sum(r.outcome.success for r in records),
                            "steps": sum(len(r.steps) for r in records)}
             if done is not None:
                 done(key, counts[key])
 
-    async with open_models(round_id, store, settings, planner=rnd.plan.get("policy", {}).get("name") == "openai") \
-            as models:
+    async with open_models(run.run_id, store, settings, planner=run.model) as models:
         try:
             async with asyncio.TaskGroup() as group:
                 for key in keys:
@@ -166,6 +185,16 @@ async def collect_run(store: Store, round_id: str, keys: list[str], settings: Se
         except BaseExceptionGroup as group_error:  # the first failure says it best (e.g. EndpointDown)
             raise group_error.exceptions[0] from None
     return counts
+
+
+async def collect_run(store: Store, round_id: str, keys: list[str], settings: Settings, *,
+                      started: datetime | None = None, at_once: int = 1,
+                      done: Callable[[str, dict[str, int]], object] | None = None) -> dict[str, dict[str, int]]:
+    """:func:`collect_units` over the shards ``keys`` of round ``round_id``."""
+    with store.session() as s:
+        rnd = s.get(state.Round, round_id)
+    return await collect_units(store, round_run(rnd), keys, partial(shard_jobs, store, rnd), settings,
+                               started=started, at_once=at_once, done=done)
 
 
 def collect_shard(store: Store, round_id: str, key: str, settings: Settings, started: datetime) -> dict[str, int]:
@@ -272,3 +301,4 @@ def collect_shards(store: Store, round_id: str, keys: list[str], settings: Setti
                 future.result()
         finally:
             wait(futures)
+

@@ -9,7 +9,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from flows.planning import next_plan, selected_families
+from flows.planning import plan_and_proposal, selected_families
 from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.batch_plan import Plan
 from warehouse import state
@@ -38,14 +38,16 @@ def open_or_resume_round(store: Store, settings: Settings) -> tuple[state.Round,
     """The unfinished round to resume, or a new round with a fresh plan."""
     with store.session() as s:
         last = state.latest_round(session=s)
-        if last is not None and last.status != "complete":
-            check_same_policy(last, settings)
-            return last, True
-        number = 1 if last is None else last.number + 1
-        r = settings.round
-        plan = next_plan(store, settings, selected_families(settings), number)
-        plan_data = {**plan.to_dict(), "shard_size": r.shard_size, "policy": policy_of(settings),
-                     "writer": settings.writer}
+    if last is not None and last.status != "complete":
+        check_same_policy(last, settings)
+        return last, True
+    number = 1 if last is None else last.number + 1
+    r = settings.round
+    # the planner's own proposal (for the release page) is stored from the same reading of the feedback
+    plan, _ = plan_and_proposal(store, settings, selected_families(settings), number)
+    plan_data = {**plan.to_dict(), "shard_size": r.shard_size, "policy": policy_of(settings),
+                 "writer": settings.writer}
+    with store.session() as s:
         return state.open_round(session=s, requested_episodes=plan.episodes, seed=plan.seed, plan=plan_data), False
 
 
