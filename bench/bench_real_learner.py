@@ -53,7 +53,7 @@ try:  # as a script (bench/ is on the path) or as part of the bench package
 except ImportError:  # pragma: no cover
     from bench.bench_flywheel import PASSWORD, simulated_review
 
-FAMILIES = "F01,F02,F03,F04,F05"
+FAMILIES = "F01,F02,F03,F05"
 TARGET_POINTS = 20
 TARGET_FAMILIES = 3
 TARGET_MINUTES = 30
@@ -209,8 +209,8 @@ def report_lines(result: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=FAMILIES, help="comma-separated family ids")
-    ap.add_argument("--episodes", type=int, default=150, help="episodes in the training round")
-    ap.add_argument("--dev", type=int, default=15, help="dev tasks per eval, spread over the families")
+    ap.add_argument("--episodes", type=int, default=120, help="episodes in the training round")
+    ap.add_argument("--dev", type=int, default=12, help="dev tasks per eval, spread over the families")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1024)
@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-rows", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--grad-accum", type=int, default=4, help="rows per optimizer step")
-    ap.add_argument("--max-tokens", type=int, default=96, help="tokens per model reply in the evals")
-    ap.add_argument("--max-replies", type=int, default=8, help="model replies per eval episode")
+    ap.add_argument("--max-tokens", type=int, default=80, help="tokens per model reply in the evals")
+    ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--base-model", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=None, help="keep everything here (default: a temporary folder)")
