@@ -19,8 +19,9 @@ def check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], brief: bo
     table, match, per_field = p["table"], p.get("match", "normalised"), p.get("field_match", {})
     mine = [c for c in changes if c["table"] == table]
     problems = []
-    free = [c for c in mine if c["op"] == "added"]
-    for want in p.get("added", []):  # each expected row needs its own added row
+    added = p.get("added", [])
+    free = [c for c in mine if c["op"] == "added"] if added else []
+    for want in added:  # each expected row needs its own added row
         hit = next((c for c in free if fields_match(want, c["after"], match, per_field)), None)
         if hit is None:
             if brief:
@@ -34,8 +35,9 @@ def check_state_diff(p: dict[str, Any], changes: list[dict[str, Any]], brief: bo
             if brief:
                 return False, ""
             problems.append(f"{want['key']} not updated to {want['fields']}")
-    removed = {c["key"] for c in mine if c["op"] == "removed"}
-    problems += [f"{k} not removed" for k in p.get("removed", []) if k not in removed]
+    gone = p.get("removed", [])
+    removed = {c["key"] for c in mine if c["op"] == "removed"} if gone else set()
+    problems += [f"{k} not removed" for k in gone if k not in removed]
     return not problems, "; ".join(problems)
 
 
