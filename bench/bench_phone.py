@@ -44,7 +44,7 @@ TARGET = 20_000  # verified steps per second on one core: the environment must n
 GOAL = 50_000  # issue 34's target for the same figure
 # where a step's time goes (measured with timers around each part, 520 episodes; shares, not exact) and what
 # reaching GOAL would take: printed before the summary line, so the benchmark page says it beside the figure
-NEXT = """next, towards 50,000 (issue 34): no part of a step is over a third of it. Roughly, at 24,000/s (42 us):
+NEXT = """next, towards 50,000 (issue 34): no part of a step is over a third of it. Roughly, at 25,000/s (40 us):
   the tool's own code 8-9 us; call_tool's argument check, fault plan and log 4-5 us; the state delta and
   the incremental hash (two blake2b hashes of canonical JSON when a table changes) 8-9 us; verification
   13-15 us, of which the requirement checks 6 us; the records (Feedback, Verification, the call) 4-5 us.
