@@ -14,7 +14,7 @@ def test_bench_phone_quick_prints_every_measure():
     for measure in ("raw tool calls / s", "verified steps / s, full recomputation (CPU, best round)",
                     "verified steps / s, incremental (CPU, median round)",
                     "verified steps / s, incremental (wall)", "world build (us)", "world copy (us)",
-                    "world hash, from scratch (us)"):
+                    "world hash, from scratch (us)", "against issue 34's goal", "next, towards 50,000"):
         assert measure in proc.stdout
     summary = proc.stdout.strip().splitlines()[-1]  # the line `python -m bench` reads
     assert summary.startswith("verified steps / s per core (PhoneEnv.step, incremental, CPU, best round)")

@@ -7,6 +7,7 @@ never reach the kept world or a later copy.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -177,3 +178,24 @@ def test_a_kept_world_is_per_task_and_per_what_it_is_built_from():
     first, other, again = family.initial_world(task), family.initial_world(faulty), family.initial_world(task)
     assert first.baseline is again.baseline and first.baseline is not other.baseline
     assert first.world.faults == task.faults and other.world.faults == faulty.faults != task.faults
+
+
+def test_a_kept_rerun_verdict_is_the_verdict_of_a_fresh_run_and_follows_the_skill_and_the_requirement():
+    """Re-run verdicts are kept by the skill's row and the requirement: asking again gives what a fresh run gives,
+    and a skill or requirement changed in any way (in place too) is run again, never answered from the kept one."""
+    family, verdicts = FAMILIES["F11"], set()
+    task = next(t for t in (family.make_task(s, 2) for s in range(20))
+                if any(r.kind == "skill_reruns" for r in t.requirements))
+    p = next(r.params for r in task.requirements if r.kind == "skill_reruns")
+    _, changes = family.simulate(task, family.reference_actions(task))
+    skill = next(c["after"] for c in changes if c["table"] == "skills" and c["op"] == "added")
+    original = copy.deepcopy(skill)
+    assert heldout.rerun_saved_skill(skill, p) == heldout._rerun(skill, p) == (True, "")
+    assert heldout.rerun_saved_skill(skill, p) == (True, "")  # kept
+    for step in skill["macro"]:  # the same row changed in place: a macro that calls nothing real
+        step["tool"] = "no_such_tool"
+    verdicts.add(heldout.rerun_saved_skill(skill, p))
+    assert verdicts == {heldout._rerun(skill, p)} and not next(iter(verdicts))[0]
+    wrong = {**p, "expect": {**p["expect"], "added": [{"no_such_field": "x"}]}}
+    skill = original
+    assert not heldout.rerun_saved_skill(skill, wrong)[0] and heldout.rerun_saved_skill(skill, p) == (True, "")

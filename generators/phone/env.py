@@ -116,6 +116,7 @@ class PhoneEnv:
         self._last = dict(self.initial)  # per table, its rows after the previous step (rows never changed in place)
         self._digest = StateDigest(self.world.tables, baseline)
         self._app_tables = baseline.apps  # the same for every copy of the world
+        self._exposed = frozenset(self.task.tools)  # asked at every step: a set, not the task's list
         self.verifier: StepVerifier | IncrementalVerifier
         if self.incremental:  # what the requirements alone give is worked out once per kept world
             plan = plan_for(self.task.requirements, baseline.kept)
@@ -169,7 +170,7 @@ class PhoneEnv:
             return feedback, self.verifier.observe(world, self.calls, action, feedback, self.finish_args, after), \
                 self.done
         # only the tools of an app change its tables (tests keep this true), so only those are compared
-        tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self.task.tools else None
+        tool = TOOLS.get(action.tool) if kind == "tool_call" and action.tool in self._exposed else None
         touched = (self._app_tables.get(tool.app) or self._tables_of(tool.app)) if tool else ()
         if world.wide:  # a macro, a sub-agent or an automation reached beyond one app
             touched, world.wide = self._tables_of(None), False

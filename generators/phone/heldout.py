@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from generators.phone.apps import install_all
@@ -18,6 +20,9 @@ from generators.phone.tools import PhoneError
 from generators.phone.world import World, row_json
 
 HELDOUT_CACHE = 256  # held-out worlds kept (one a task; a task's rollouts and steps re-run its skill)
+RERUN_CACHE = 1024  # verdicts of re-runs kept, by the skill and the requirement (see rerun_saved_skill)
+_reruns: OrderedDict[str, tuple[bool, str]] = OrderedDict()
+_reruns_lock = threading.Lock()
 
 
 def heldout_world(p: dict[str, Any]) -> World:
@@ -60,7 +65,25 @@ def macro_changes(skill: dict[str, Any], p: dict[str, Any]) -> list[dict[str, An
 
 
 def rerun_saved_skill(skill: dict[str, Any], p: dict[str, Any]) -> tuple[bool, str]:
-    """Run ``skill``'s macro on the held-out world with ``p["arguments"]``; check ``p["expect"]`` (a state diff)."""
+    """Run ``skill``'s macro on the held-out world with ``p["arguments"]``; check ``p["expect"]`` (a state diff).
+
+    The verdict follows from the skill's row and ``p`` alone (the held-out world is built from ``p``), so it is
+    kept by their canonical JSON: the steps and rollouts that verify the same saved skill run it once."""
+    key = row_json([skill, p])
+    with _reruns_lock:
+        hit = _reruns.get(key)
+        if hit is not None:
+            _reruns.move_to_end(key)
+            return hit
+    hit = _rerun(skill, p)  # what it raises beyond the errors it reports is raised again next time, never kept
+    with _reruns_lock:
+        _reruns[key] = hit
+        if len(_reruns) > RERUN_CACHE:
+            _reruns.popitem(last=False)
+    return hit
+
+
+def _rerun(skill: dict[str, Any], p: dict[str, Any]) -> tuple[bool, str]:
     try:
         changes = macro_changes(skill, p)
     except PhoneError as e:

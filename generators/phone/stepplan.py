@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from generators.phone.verifier import STATE_KINDS, STATE_TABLES, check_outcome
+from generators.phone.verifier import CHECKS, STATE_KINDS, STATE_TABLES, check_outcome
 from warehouse.contract import Requirement
 
 
@@ -86,6 +86,8 @@ class VerifierPlan:
                     self.any_call[finished].append(i)
                 for tool in reads or ():
                     self.by_tool[finished].setdefault(tool, []).append(i)
+        # each requirement's check (None: an unknown kind, which fails) and its params, looked up once
+        self.checks = [(CHECKS.get(r.kind), r.params) for r in reqs]
         self.settles = [SETTLED_WHEN.get(r.kind) for r in reqs]  # None: never settled
         self.reads_finish = [i for i in self.other if reqs[i].kind not in FINISH_BLIND]  # re-run on a finish
         self.forbidden = [i for i, r in enumerate(reqs) if r.kind == "forbidden"]

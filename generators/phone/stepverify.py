@@ -15,11 +15,12 @@ tests/test_phone_incremental.py runs both side by side on random trajectories of
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any
 
 from generators.phone.stepplan import VerifierPlan
 from generators.phone.trusted import trusted
-from generators.phone.verifier import Calls, SeenCalls, check_verdict, step_label, verifiable
+from generators.phone.verifier import Calls, SeenCalls, step_label, verifiable
 from generators.phone.world import Snapshot, Table, row_change, row_json
 from warehouse.contract import Action, Feedback, TaskSpec, Verification
 
@@ -59,7 +60,7 @@ class IncrementalVerifier:
         self.reqs, self.ids, self.weights, self.total, self.hard = p.reqs, p.ids, p.weights, p.total, p.hard
         self.hard_ids, self.noop, self.state, self.other = p.hard_ids, p.noop, p.state, p.other
         self.by_tool, self.any_call, self.settles, self.forbidden = p.by_tool, p.any_call, p.settles, p.forbidden
-        self.reads_finish = p.reads_finish
+        self.reads_finish, self.checks = p.reads_finish, p.checks
         self.reads, self.source = p.reads, p.source
         self.changes: dict[str, list[dict[str, Any]]] = {}  # per table, its changes since the start
         self.entries: dict[str, dict[str, dict[str, Any]]] = {}  # the same, by table and key
@@ -81,7 +82,7 @@ class IncrementalVerifier:
     def _progress(self, mines: list[str]) -> float:
         if not self.total:
             return float(all(self.flags[i] for i in self.hard) and not mines)
-        return round(sum(w for w, f in zip(self.weights, self.flags, strict=True) if f) / self.total, 6)
+        return round(sum(compress(self.weights, self.flags)) / self.total, 6)  # the passing weights, in order
 
     def _changes_of(self, name: str) -> list[dict[str, Any]]:
         """Table ``name``'s changes since the start (sorted by key), its moved rows re-diffed first."""
@@ -116,30 +117,40 @@ class IncrementalVerifier:
                 changes = [c for name in sorted(self.changes) for c in self.changes[name]]
             else:
                 changes = self._changes_of(table)
-            self.own[i] = check_verdict(self.reqs[i], changes, calls, finish_args)
+            check, params = self.checks[i]  # as check_verdict asks it
+            self.own[i] = check is not None and check(params, changes=changes, calls=calls, finish_args=finish_args,
+                                                      brief=True)[0]
             self.seen[i] = version
+        own, flags, source = self.own, self.flags, self.source
         for i in self.state:
-            flag = self.own[self.source[i]]
-            if flag != self.flags[i]:
-                self.flags[i], changed = flag, True
+            flag = own[source[i]]
+            if flag != flags[i]:
+                flags[i], changed = flag, True
         return changed
 
     def _call_checks(self, calls: Calls, finish_args: dict[str, Any] | None) -> bool:
         rerun: Any = []
+        flags = self.flags
         if len(calls) != self.calls_seen:  # the checks that read a call that came
             after = finish_args is not None
-            by_tool, came = self.by_tool[after], set(self.any_call[after])
+            by_tool, came = self.by_tool[after], self.any_call[after]
             for c in calls[self.calls_seen:]:
-                came.update(by_tool.get(c["tool"], ()))
-            rerun = [i for i in came if self.settles[i] != self.flags[i]]
+                hits = by_tool.get(c["tool"])
+                if hits:
+                    came = [*came, *hits]
+            if came:  # each once (their order does not matter: each check sets its own flag)
+                settles = self.settles
+                rerun = [i for i in set(came) if settles[i] != flags[i]]
         if finish_args is not self.finish_seen:  # and those that read the finish arguments
             rerun = self.reads_finish if not rerun else sorted({*rerun, *self.reads_finish})
         self.calls_seen, self.finish_seen = len(calls), finish_args
         changed = False
-        for i in rerun:  # the definition gives these no changes during the episode
-            flag = check_verdict(self.reqs[i], [], calls, finish_args)
-            if flag != self.flags[i]:
-                self.flags[i], changed = flag, True
+        checks = self.checks
+        for i in rerun:  # the definition gives these no changes during the episode (as check_verdict asks them)
+            check, params = checks[i]
+            flag = check is not None and check(params, changes=[], calls=calls, finish_args=finish_args, brief=True)[0]
+            if flag != flags[i]:
+                flags[i], changed = flag, True
         return changed
 
     def observe(self, calls: Calls, action: Action, feedback: Feedback, finish_args: dict[str, Any] | None,
@@ -162,7 +173,7 @@ class IncrementalVerifier:
         if changed:
             mines = self.mines_now = self._mines()
             self.progress = self._progress(mines)
-            passing = {self.ids[i] for i, f in enumerate(self.flags) if f}
+            passing = set(compress(self.ids, self.flags))
             new_milestones = sorted(passing - self.passing - self.noop)
             harmful = bool(self.hard_ids & (self.passing - passing))  # a hard requirement lost
             self.passing = passing

@@ -15,13 +15,14 @@ from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
 _setattr = object.__setattr__
+_new = object.__new__  # what ``cls.__new__`` is for a plain record (checked), without looking it up
 _FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
 
 
 def _fields(cls: type[BaseModel]) -> tuple[tuple[str, ...], frozenset[str]]:
     fields = _FIELDS.get(cls)
     if fields is None:
-        plain = (not cls.__pydantic_post_init__ and not cls.__private_attributes__
+        plain = (cls.__new__ is object.__new__ and not cls.__pydantic_post_init__ and not cls.__private_attributes__
                  and cls.model_config.get("extra") != "allow"
                  and all(f.alias is None and f.validation_alias is None for f in cls.model_fields.values()))
         if not plain:
@@ -37,7 +38,7 @@ def trusted(cls: type[M], **values: Any) -> M:
         if values.keys() != names:
             raise TypeError(f"{cls.__name__} needs exactly its fields {', '.join(order)}, got {', '.join(values)}")
         values = {f: values[f] for f in order}  # model_construct leaves __dict__ in field order
-    m = cls.__new__(cls)
+    m = _new(cls)
     _setattr(m, "__dict__", values)
     _setattr(m, "__pydantic_fields_set__", set(names))
     _setattr(m, "__pydantic_extra__", None)
