@@ -102,3 +102,19 @@ def test_two_exports_in_folders_of_the_same_name_each_load_their_own_rows_throug
     loaded = [sum(len(s) for s in datasets.load_dataset(str(tmp_path / x / "trl-sft"), cache_dir=cache).values())
               for x in ("a", "b")]
     assert loaded == [len(rows_a), len(rows_b)]
+
+
+def test_a_row_carries_the_system_turn_and_tools_a_model_is_run_with_in_the_phone(collected, tmp_path):
+    # trained on one system prompt and measured with another, a model is measured on a prompt it never saw
+    from generators.policies.model_chat import conversation, tool_schemas
+    from warehouse.query import iter_records
+
+    store, _, _ = collected
+    rows, _ = export_rows(store, tmp_path, "trl", approve(store))
+    tasks = {t.task_id: t for t in iter_records(store.duck(), "tasks")}
+    for row in rows[:20]:
+        task = tasks[row["metadata"]["task_id"]]
+        run_with = conversation(task, [])
+        assert row["prompt"][:2] == run_with[:2]  # the same system turn and instruction
+        assert sorted(t["function"]["name"] for t in row["tools"]) == sorted(
+            t["function"]["name"] for t in tool_schemas(task))

@@ -39,6 +39,15 @@ FALLBACK = "fallback"
 # Journal keys of the places where the model endpoint gave up on an episode (``gave-up:<episode id>``,
 # at the step index): the unit was not committed; the same give-up at the same place on a rerun is final.
 GAVE_UP_KEY = "gave-up:"
+# The system turn a model runs with in the phone, and so the one its training rows carry (every export of
+# a generated episode): a model trained on one prompt and measured with another is measured on a prompt it
+# never saw. An imported conversation keeps its own.
+AGENT_SYSTEM_PROMPT = (
+    "You are a planner agent operating the user's phone through tools. Use the tools to do what the user "
+    "asks, one tool call per reply. Ask the user (ask_user) when a request is ambiguous or a fact is missing. "
+    "When done, call finish with the status, the typed answer if a question was asked, and claims tying "
+    "each fact to the call id that returned it."
+)
 # An eval's episodes are filed under its batch id, which starts so (never a round's id).
 EVAL_PREFIX = "eval-"
 Termination = Literal[

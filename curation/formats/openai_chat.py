@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from warehouse.contract import Step
+from warehouse.contract import AGENT_SYSTEM_PROMPT, Step
 
-SYSTEM_PROMPT = (
-    "You are a planner agent operating the user's phone through tools. Use the tools to do "
-    "what the user asks, ask the user when a request is ambiguous, and end with finish()."
-)
+SYSTEM_PROMPT = AGENT_SYSTEM_PROMPT  # what the model is run with, so what it trains on
 
 
 def _call_id(step: Step) -> str:

@@ -15,14 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from generators.phone.tools import META_SCHEMAS, openai_tool_schemas
-from warehouse.contract import Action, Step, TaskSpec
+from warehouse.contract import AGENT_SYSTEM_PROMPT, Action, Step, TaskSpec
 
-SYSTEM_PROMPT = (
-    "You are a planner agent operating the user's phone through tools. Use the tools to do what the user "
-    "asks, one tool call per reply. Ask the user (ask_user) when a request is ambiguous or a fact is missing. "
-    "When done, call finish with the status, the typed answer if a question was asked, and claims tying "
-    "each fact to the call id that returned it."
-)
+SYSTEM_PROMPT = AGENT_SYSTEM_PROMPT
 EPISODE_HEADER = "X-Flywheel-Episode"
 TASK_HEADER = "X-Flywheel-Task"
 
