@@ -223,7 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--base-model", type=Path, default=None)
-    ap.add_argument("--workdir", type=Path, default=None, help="keep everything here (default: a temporary folder)")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="an empty folder where everything is kept: the round, the export, the tuned model and "
+                         "each eval's data, for a look at what the models said (default: "
+                         "~/.cache/flywheel/bench-real-learner, replaced each run; --quick: a temporary folder)")
     ap.add_argument("--quick", action="store_true", help="smoke mode: 2 optimizer steps, 1 dev episode")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON document")
     args = ap.parse_args(argv)
@@ -232,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         args.max_replies, args.max_tokens = 2, 48
     args.threads = args.threads or None
     with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
-        args.workdir = args.workdir or Path(tmp)
+        if args.workdir is None:
+            args.workdir = Path(tmp) if args.quick else Path.home() / ".cache" / "flywheel" / "bench-real-learner"
+            shutil.rmtree(args.workdir, ignore_errors=True)  # a run of its own, never an earlier run's leftovers
+        elif args.workdir.exists() and any(args.workdir.iterdir()):
+            ap.error(f"--workdir {args.workdir} is not empty (each run needs a folder of its own)")
         result = run(args)
     print("\n".join(report_lines(result)))
     if args.json:
