@@ -22,7 +22,7 @@ from curation import funnel as funnel_mod
 from curation.conversation_rows import adp_record, conversation_problem, conversation_tools, recorded
 from curation.export_common import HELD_OUT, Tally, Tools, meta_of, scrubbed, split_of, trainable, turns_of
 from curation.export_pairs import dpo_rows
-from curation.export_source import episode_rows, episodes_with_steps, task_rows
+from curation.export_source import episode_rows, episodes_with_steps, task_rows, task_slices
 from curation.exporter import ExportResult, ExportWriter
 from curation.formats import hf
 from curation.formats.adp import to_adp
@@ -127,41 +127,49 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber, why_not=
     also a verified unreviewed one), by the same rule as the SFT export. ``why_not(record)``,
     when given, names why a vouched task is left out all the same (None: kept)."""
     tally.unit = "tasks"
-    vouched: set[str] = set()
-    approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
-    for ep in episode_rows(con, rounds):
-        tally.count_failure(ep)
-        review = decisions.get(ep["episode_id"])
-        why = sft_exclusion(ep, review, include_verified=include_verified)
-        if why is None:
-            vouched.add(ep["task_id"])
-        elif getattr(review, "decision", None) == "approve":
-            approved_out[ep["task_id"]].append((ep, why))
     missing = "no_approved_or_verified_rollout" if include_verified else "no_approved_rollout"
-    for row in task_rows(con, rounds):
-        tally.seen += 1
-        if split_of(row) in HELD_OUT:
-            tally.left_out(row, None, "held_out_split")
-            continue
-        if row["task_id"] not in vouched:
-            tally.left_out(row, None, missing)
-            for ep, why in approved_out.get(row["task_id"], []):
-                tally.name_approved(ep, why, problem_text(why))
-            continue
-        rec = to_rl_row(row)
-        # a task with no requirements (an import) has no verifier: any rollout of it would score 1.0
-        why = "no_verifier" if not rec["task_spec"]["requirements"] else why_not(rec) if why_not is not None else None
-        if why:
-            tally.left_out(row, None, why)
-            continue
-        if scrubber is not None:  # one record: the instruction and the spec use the same placeholders
-            rs = scrubber.record()
-            rec["instruction"] = rs.text(rec["instruction"])
-            rec["task_spec"] = {k: v if k in _SPEC_IDS else rs.value(v) for k, v in rec["task_spec"].items()}
-        tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
-        tally.lineage["policies"].update(row.get("policies") or [])
-        tally.lineage["rounds"].update(row.get("rounds") or [])
-        yield rec["split"], rec
+    for bounds in task_slices(con, rounds):  # a slice of whole tasks at a time: its rollouts, then its tasks
+        vouched: set[str] = set()
+        approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
+        for ep in episode_rows(con, rounds, bounds=bounds):
+            tally.count_failure(ep)
+            review = decisions.get(ep["episode_id"])
+            why = sft_exclusion(ep, review, include_verified=include_verified)
+            if why is None:
+                vouched.add(ep["task_id"])
+            elif getattr(review, "decision", None) == "approve":
+                approved_out[ep["task_id"]].append((ep, why))
+        for row in task_rows(con, rounds, bounds=bounds):
+            rec = _rl_record(row, vouched, approved_out, missing, tally, scrubber, why_not)
+            if rec is not None:
+                yield rec["split"], rec
+
+
+def _rl_record(row, vouched, approved_out, missing, tally, scrubber, why_not) -> dict[str, Any] | None:
+    """The RL record of one task row, or None when it is left out (counted in ``tally``)."""
+    tally.seen += 1
+    if split_of(row) in HELD_OUT:
+        tally.left_out(row, None, "held_out_split")
+        return None
+    if row["task_id"] not in vouched:
+        tally.left_out(row, None, missing)
+        for ep, why in approved_out.get(row["task_id"], []):
+            tally.name_approved(ep, why, problem_text(why))
+        return None
+    rec = to_rl_row(row)
+    # a task with no requirements (an import) has no verifier: any rollout of it would score 1.0
+    why = "no_verifier" if not rec["task_spec"]["requirements"] else why_not(rec) if why_not is not None else None
+    if why:
+        tally.left_out(row, None, why)
+        return None
+    if scrubber is not None:  # one record: the instruction and the spec use the same placeholders
+        rs = scrubber.record()
+        rec["instruction"] = rs.text(rec["instruction"])
+        rec["task_spec"] = {k: v if k in _SPEC_IDS else rs.value(v) for k, v in rec["task_spec"].items()}
+    tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
+    tally.lineage["policies"].update(row.get("policies") or [])
+    tally.lineage["rounds"].update(row.get("rounds") or [])
+    return rec
 
 
 def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Iterator[tuple[str, dict]]:
