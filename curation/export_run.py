@@ -36,6 +36,7 @@ from curation.formats.views import step_from_row
 from curation.masks import FROM_STEP, STEP_ONLY, review_mask
 from curation.masks import RULE as MASK_RULE
 from curation.pii import Scrubber
+from curation.reward_table import SAMPLE as REWARD_SAMPLE
 from curation.reward_table import reward_table
 from curation.selection import Decision, problem_text, sft_exclusion
 from generators.phone.tools import META_SCHEMAS
@@ -175,20 +176,38 @@ def _rl_record(row, vouched, approved_out, missing, tally, scrubber, why_not) ->
 def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Iterator[tuple[str, dict]]:
     """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
     behind it), with the tools YAML, interaction YAML, task-spec file and reward module. Not
-    scrubbed: the reward rebuilds each task's world from its spec (the manifest says so)."""
-    tasks = [rec for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None)]
-    specs = [rec["task_spec"] for rec in tasks]
-    names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
-    writer.schema = verl_schema(names)
+    scrubbed: the reward rebuilds each task's world from its spec (the manifest says so).
+
+    Every row names every tool of the export (its Parquet schema has a column per tool), so the
+    task specs are written to their file as they come, then read back from it for the rows: one
+    task's spec is held at a time, with the tools seen, the first specs (the reward table's) and
+    each task's success rate."""
+    names: set[str] = set(META_SCHEMAS)
+    first: list[dict[str, Any]] = []
+    rates: list[float] = []
+
+    def spec_lines() -> Iterator[str]:
+        for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None):
+            spec = rec["task_spec"]
+            names.update(spec["tools"])
+            if len(first) < REWARD_SAMPLE:
+                first.append(spec)
+            rates.append(rec["group"]["success_rate"])
+            yield json.dumps(spec, ensure_ascii=False, sort_keys=True) + "\n"
+
     spec_file = writer.published("verl.task-specs.jsonl")  # through the export's link: the finished export's
-    writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
-    writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file)))
+    written = writer.attach_lines(spec_file.name, spec_lines())
+    tools = sorted(names)
+    writer.schema = verl_schema(tools)
+    writer.attach("verl.tools.yaml", tools_yaml(Tools()(tools), str(spec_file)))
     writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file)))
     writer.attach("verl.reward.py", REWARD_MODULE)
     writer.attach("verl.dataset.py", DATASET_MODULE)
-    tally.rewards = reward_table(specs)
-    for i, rec in enumerate(tasks):
-        yield rec["split"], verl_row(rec["task_spec"], i, names, rec["group"]["success_rate"])
+    tally.rewards = reward_table(first)
+    with written.open(encoding="utf-8", newline="\n") as fh:
+        for i, (line, rate) in enumerate(zip(fh, rates, strict=True)):
+            spec = json.loads(line)
+            yield spec["split"], verl_row(spec, i, tools, rate)
 
 
 def _selection(fmt: str, include_verified: bool) -> str:

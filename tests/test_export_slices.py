@@ -1,4 +1,5 @@
-"""Exports read a slice of whole tasks at a time: the files are the same bytes whatever the slice size."""
+"""Exports in bounded memory: read a slice of whole tasks at a time (the files are the same bytes whatever
+the slice size), and verl's task specs written to their file as they come."""
 
 from __future__ import annotations
 
@@ -70,3 +71,24 @@ def test_every_format_writes_the_same_bytes_in_slices_as_at_once(reviewed, tmp_p
     assert len(export_source.task_slices(store.duck(rounds), rounds)) > 10
     _, sliced = export(store, tmp_path, **kw)  # the same --out: verl's configs name their directory
     assert sum(whole["splits"].values()) > 5 and _files(tmp_path, sliced) == before
+
+
+def test_a_file_attached_as_a_stream_is_written_as_lines_come_and_a_failure_midway_keeps_the_old_export(tmp_path):
+    from curation.exporter import ExportWriter
+
+    with ExportWriter(tmp_path, "verl", "jsonl") as writer:
+        writer.attach("verl.task-specs.jsonl", "old\n")
+        writer.finish({"format": "verl"})
+    seen = []
+
+    def lines():
+        for i in range(3):
+            seen.append(i)
+            yield f"{i}\n"
+        assert seen == [0, 1, 2] and (writer.version / "verl.task-specs.jsonl").exists()  # written, not gathered
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"), ExportWriter(tmp_path, "verl", "jsonl") as writer:
+        writer.attach_lines("verl.task-specs.jsonl", lines())
+    assert not writer.version.exists()
+    assert (tmp_path / "verl" / "verl.task-specs.jsonl").read_text() == "old\n"
