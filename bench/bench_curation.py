@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from bench.hostspeed import loop_ms, probe_line  # noqa: E402
 
-FORMATS = ("openai", "sharegpt", "hf", "dpo", "rl")
+FORMATS = ("openai", "sharegpt", "hf", "dpo", "rl", "trl", "adp", "verl")
 TARGETS = {"cascade_s": 45.0, "export_s": 60.0, "peak_mib": 2048.0}  # at 100,000 and below: issue 12
 # above 100,000 (issue 34): bounded memory, and the cascade's time linear in size
 LARGE_TARGETS = {"peak_mib": 4096.0, "linear": 1.15}  # linear: time ratio at most this times the size ratio
