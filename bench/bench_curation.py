@@ -2,7 +2,7 @@
 
     python bench/bench_curation.py                 # 10k and 100k episodes
     python bench/bench_curation.py --quick         # a smoke run (tests run this)
-    python bench/bench_curation.py --sizes 100000,1000000 --repeat 1   # a million (about 40 minutes here)
+    python bench/bench_curation.py --sizes 100000,1000000 --repeat 1   # a million (17-50 minutes here)
 
 Data: a pool of real episodes (real tasks, the scripted policy, the simulated phone)
 is cloned at the Arrow level into N episodes: each clone gets its own task id,
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from bench.hostspeed import loop_ms, probe_line  # noqa: E402
 
-FORMATS = ("openai", "sharegpt", "hf", "dpo", "rl")
+FORMATS = ("openai", "sharegpt", "hf", "dpo", "rl", "trl", "adp", "verl")
 TARGETS = {"cascade_s": 45.0, "export_s": 60.0, "peak_mib": 2048.0}  # at 100,000 and below: issue 12
 # above 100,000 (issue 34): bounded memory, and the cascade's time linear in size
 LARGE_TARGETS = {"peak_mib": 4096.0, "linear": 1.15}  # linear: time ratio at most this times the size ratio
@@ -203,7 +203,7 @@ def run(sizes: list[int], pool_tasks: int, workdir: Path, exports: bool = True, 
 def report(results: dict[int, dict[str, dict]]) -> list[str]:
     sizes = sorted(results)
     lo, hi = sizes[0], sizes[-1]
-    lines = [f"{'phase':<16}" + "".join(f"{f'{n:,} s':>12}{f'{n:,} MiB':>13}" for n in sizes)
+    lines = [f"{'phase':<16}" + "".join(f"{f'{n:,} s':>13}{f'{n:,} MiB':>14}" for n in sizes)
              + f"{'time ratio':>12}{'mem ratio':>11}{'size ratio':>12}"]
     failures = []
     large = hi > 100_000
@@ -211,7 +211,7 @@ def report(results: dict[int, dict[str, dict]]) -> list[str]:
         row = f"{name:<16}"
         for n in sizes:
             r = results[n][name]
-            row += f"{r['seconds']:>12.2f}{r['peak_mib']:>13.0f}"
+            row += f"{r['seconds']:>13.2f}{r['peak_mib']:>14.0f}"
         a, b = results[lo][name], results[hi][name]
         row += f"{b['seconds'] / max(a['seconds'], 1e-3):>12.1f}{b['peak_mib'] / max(a['peak_mib'], 1):>11.1f}{hi / lo:>12.1f}"
         lines.append(row)

@@ -22,7 +22,7 @@ from curation import funnel as funnel_mod
 from curation.conversation_rows import adp_record, conversation_problem, conversation_tools, recorded
 from curation.export_common import HELD_OUT, Tally, Tools, meta_of, scrubbed, split_of, trainable, turns_of
 from curation.export_pairs import dpo_rows
-from curation.export_source import episode_rows, episodes_with_steps, task_rows
+from curation.export_source import episode_rows, episodes_with_steps, task_rows, task_slices
 from curation.exporter import ExportResult, ExportWriter
 from curation.formats import hf
 from curation.formats.adp import to_adp
@@ -36,6 +36,7 @@ from curation.formats.views import step_from_row
 from curation.masks import FROM_STEP, STEP_ONLY, review_mask
 from curation.masks import RULE as MASK_RULE
 from curation.pii import Scrubber
+from curation.reward_table import SAMPLE as REWARD_SAMPLE
 from curation.reward_table import reward_table
 from curation.selection import Decision, problem_text, sft_exclusion
 from generators.phone.tools import META_SCHEMAS
@@ -127,60 +128,86 @@ def _rl_rows(con, rounds, decisions, include_verified, tally, scrubber, why_not=
     also a verified unreviewed one), by the same rule as the SFT export. ``why_not(record)``,
     when given, names why a vouched task is left out all the same (None: kept)."""
     tally.unit = "tasks"
-    vouched: set[str] = set()
-    approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
-    for ep in episode_rows(con, rounds):
-        tally.count_failure(ep)
-        review = decisions.get(ep["episode_id"])
-        why = sft_exclusion(ep, review, include_verified=include_verified)
-        if why is None:
-            vouched.add(ep["task_id"])
-        elif getattr(review, "decision", None) == "approve":
-            approved_out[ep["task_id"]].append((ep, why))
     missing = "no_approved_or_verified_rollout" if include_verified else "no_approved_rollout"
-    for row in task_rows(con, rounds):
-        tally.seen += 1
-        if split_of(row) in HELD_OUT:
-            tally.left_out(row, None, "held_out_split")
-            continue
-        if row["task_id"] not in vouched:
-            tally.left_out(row, None, missing)
-            for ep, why in approved_out.get(row["task_id"], []):
-                tally.name_approved(ep, why, problem_text(why))
-            continue
-        rec = to_rl_row(row)
-        # a task with no requirements (an import) has no verifier: any rollout of it would score 1.0
-        why = "no_verifier" if not rec["task_spec"]["requirements"] else why_not(rec) if why_not is not None else None
-        if why:
-            tally.left_out(row, None, why)
-            continue
-        if scrubber is not None:  # one record: the instruction and the spec use the same placeholders
-            rs = scrubber.record()
-            rec["instruction"] = rs.text(rec["instruction"])
-            rec["task_spec"] = {k: v if k in _SPEC_IDS else rs.value(v) for k, v in rec["task_spec"].items()}
-        tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
-        tally.lineage["policies"].update(row.get("policies") or [])
-        tally.lineage["rounds"].update(row.get("rounds") or [])
-        yield rec["split"], rec
+    for bounds in task_slices(con, rounds):  # a slice of whole tasks at a time: its rollouts, then its tasks
+        vouched: set[str] = set()
+        approved_out: dict[str, list[tuple[dict, str]]] = defaultdict(list)
+        for ep in episode_rows(con, rounds, bounds=bounds):
+            tally.count_failure(ep)
+            review = decisions.get(ep["episode_id"])
+            why = sft_exclusion(ep, review, include_verified=include_verified)
+            if why is None:
+                vouched.add(ep["task_id"])
+            elif getattr(review, "decision", None) == "approve":
+                approved_out[ep["task_id"]].append((ep, why))
+        for row in task_rows(con, rounds, bounds=bounds):
+            rec = _rl_record(row, vouched, approved_out, missing, tally, scrubber, why_not)
+            if rec is not None:
+                yield rec["split"], rec
+
+
+def _rl_record(row, vouched, approved_out, missing, tally, scrubber, why_not) -> dict[str, Any] | None:
+    """The RL record of one task row, or None when it is left out (counted in ``tally``)."""
+    tally.seen += 1
+    if split_of(row) in HELD_OUT:
+        tally.left_out(row, None, "held_out_split")
+        return None
+    if row["task_id"] not in vouched:
+        tally.left_out(row, None, missing)
+        for ep, why in approved_out.get(row["task_id"], []):
+            tally.name_approved(ep, why, problem_text(why))
+        return None
+    rec = to_rl_row(row)
+    # a task with no requirements (an import) has no verifier: any rollout of it would score 1.0
+    why = "no_verifier" if not rec["task_spec"]["requirements"] else why_not(rec) if why_not is not None else None
+    if why:
+        tally.left_out(row, None, why)
+        return None
+    if scrubber is not None:  # one record: the instruction and the spec use the same placeholders
+        rs = scrubber.record()
+        rec["instruction"] = rs.text(rec["instruction"])
+        rec["task_spec"] = {k: v if k in _SPEC_IDS else rs.value(v) for k, v in rec["task_spec"].items()}
+    tally.took(rec["split"], {"family": rec["family"], "seed": row["seed"]})
+    tally.lineage["policies"].update(row.get("policies") or [])
+    tally.lineage["rounds"].update(row.get("rounds") or [])
+    return rec
 
 
 def _verl_rows(con, rounds, decisions, include_verified, tally, writer) -> Iterator[tuple[str, dict]]:
     """The RL task set as verl reads it, for tasks our verifier can score (an import has no world
     behind it), with the tools YAML, interaction YAML, task-spec file and reward module. Not
-    scrubbed: the reward rebuilds each task's world from its spec (the manifest says so)."""
-    tasks = [rec for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None)]
-    specs = [rec["task_spec"] for rec in tasks]
-    names = sorted({t for s in specs for t in s["tools"]} | set(META_SCHEMAS))
-    writer.schema = verl_schema(names)
+    scrubbed: the reward rebuilds each task's world from its spec (the manifest says so).
+
+    Every row names every tool of the export (its Parquet schema has a column per tool), so the
+    task specs are written to their file as they come, then read back from it for the rows: one
+    task's spec is held at a time, with the tools seen, the first specs (the reward table's) and
+    each task's success rate."""
+    names: set[str] = set(META_SCHEMAS)
+    first: list[dict[str, Any]] = []
+    rates: list[float] = []
+
+    def spec_lines() -> Iterator[str]:
+        for _, rec in _rl_rows(con, rounds, decisions, include_verified, tally, None):
+            spec = rec["task_spec"]
+            names.update(spec["tools"])
+            if len(first) < REWARD_SAMPLE:
+                first.append(spec)
+            rates.append(rec["group"]["success_rate"])
+            yield json.dumps(spec, ensure_ascii=False, sort_keys=True) + "\n"
+
     spec_file = writer.published("verl.task-specs.jsonl")  # through the export's link: the finished export's
-    writer.attach(spec_file.name, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n" for s in specs))
-    writer.attach("verl.tools.yaml", tools_yaml(Tools()(names), str(spec_file)))
+    written = writer.attach_lines(spec_file.name, spec_lines())
+    tools = sorted(names)
+    writer.schema = verl_schema(tools)
+    writer.attach("verl.tools.yaml", tools_yaml(Tools()(tools), str(spec_file)))
     writer.attach("verl.interaction.yaml", interaction_yaml(str(spec_file)))
     writer.attach("verl.reward.py", REWARD_MODULE)
     writer.attach("verl.dataset.py", DATASET_MODULE)
-    tally.rewards = reward_table(specs)
-    for i, rec in enumerate(tasks):
-        yield rec["split"], verl_row(rec["task_spec"], i, names, rec["group"]["success_rate"])
+    tally.rewards = reward_table(first)
+    with written.open(encoding="utf-8", newline="\n") as fh:
+        for i, (line, rate) in enumerate(zip(fh, rates, strict=True)):
+            spec = json.loads(line)
+            yield spec["split"], verl_row(spec, i, tools, rate)
 
 
 def _selection(fmt: str, include_verified: bool) -> str:

@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,13 +220,20 @@ class ExportWriter:
 
     def attach(self, name: str, text: str) -> None:
         """A file that goes with the export, beside its splits."""
+        self.attach_lines(name, [text])
+
+    def attach_lines(self, name: str, lines: Iterable[str]) -> Path:
+        """A file that goes with the export, beside its splits, written as ``lines`` come (a stream,
+        never held whole); returns where it is written (read it there until the export is finished)."""
         if not _plain_name(name):
             raise ValueError(f"{name!r} cannot name an export file")
         sink = _Sink(path=self.version / name)
-        sink.path.write_text(text, encoding="utf-8")
+        with sink.path.open("w", encoding="utf-8") as fh:
+            fh.writelines(lines)
         _sync(sink.path)
         self.attached.append(sink)
         killpoints.reached("export.file")
+        return sink.path
 
     def split_files(self) -> dict[str, tuple[str, int, int]]:
         """Each split's file name, rows and bytes so far (the JSONL files flushed to the OS first)."""
