@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1024)
-    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--epochs", type=float, default=2.0, help="passes over the train rows (2 fit the 30 minutes)")
     ap.add_argument("--max-steps", type=int, default=0, help="optimizer steps (0: --epochs decides)")
     ap.add_argument("--max-rows", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)

@@ -88,7 +88,7 @@ class TunedModel:
             cache, reused = self._prefix_cache(ids["input_ids"][0].tolist())
             self._cache, self._cached = None, []  # until this generation has finished
             out = self.model.generate(
-                **ids, past_key_values=cache, max_new_tokens=max_tokens, do_sample=sample,
+                **ids, cache=cache, max_new_tokens=max_tokens, do_sample=sample,
                 temperature=temperature if sample else None, top_p=None, top_k=None, eos_token_id=self.end_id,
                 pad_token_id=self.end_id)
             self._cache, self._cached = cache, out[0, :cache.get_seq_length()].tolist()
