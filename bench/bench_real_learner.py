@@ -53,7 +53,7 @@ try:  # as a script (bench/ is on the path) or as part of the bench package
 except ImportError:  # pragma: no cover
     from bench.bench_flywheel import PASSWORD, simulated_review
 
-FAMILIES = "F01,F02,F03,F05"
+FAMILIES = "F01,F03,F07,F08"
 TARGET_POINTS = 20
 TARGET_FAMILIES = 3
 TARGET_MINUTES = 30
@@ -172,7 +172,7 @@ def run(args) -> dict:
              "--grad-accum", str(args.grad_accum),
              *(["--max-steps", str(args.max_steps)] if args.max_steps else []),
              *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
-             *(["--threads", str(args.threads)] if args.threads else [])]
+             *(["--threads", str(args.threads)] if args.threads else []), "--precision", args.precision]
     report = flywheel("train", str(work / "export"), "--out", str(work / "tuned"), "--base-model", str(base),
                       "--no-progress", *train, cwd=work)
     seconds["train"] = time.perf_counter() - start
@@ -195,7 +195,7 @@ def report_lines(result: dict) -> list[str]:
         gains[family] = 100 * (tw / tn if tn else 0) - 100 * (bw / bn if bn else 0)
         lines.append(f"{family:<8}{f'{bw}/{bn}':>10}{f'{tw}/{tn}':>10}{gains[family]:>+9.0f}")
     t = result["training"]
-    lines.append(f"training: {t['steps']} steps on {t['rows']} rows ({t['trained_tokens']:,} of {t['tokens']:,} tokens "
+    lines.append(f"training ({t.get('precision', 'fp32')}): {t['steps']} steps on {t['rows']} rows ({t['trained_tokens']:,} of {t['tokens']:,} tokens "
                  f"carry loss), loss {t['losses'][0]:.3f} -> {t['losses'][-1]:.3f}" if t["losses"] else "training: no step")
     lines.append("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in result["seconds"].items()))
     up = sum(g >= TARGET_POINTS for g in gains.values())
@@ -209,11 +209,11 @@ def report_lines(result: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=FAMILIES, help="comma-separated family ids")
-    ap.add_argument("--episodes", type=int, default=120, help="episodes in the training round")
-    ap.add_argument("--dev", type=int, default=12, help="dev tasks per eval, spread over the families")
+    ap.add_argument("--episodes", type=int, default=200, help="episodes in the training round")
+    ap.add_argument("--dev", type=int, default=16, help="dev tasks per eval, spread over the families")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
-    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--max-length", type=int, default=1536, help="tokens per training row (F07/F08 rows are ~1,200)")
     ap.add_argument("--epochs", type=float, default=2.0, help="passes over the train rows (2 fit the 30 minutes)")
     ap.add_argument("--max-steps", type=int, default=0, help="optimizer steps (0: --epochs decides)")
     ap.add_argument("--max-rows", type=int, default=0)
@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=80, help="tokens per model reply in the evals")
     ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto", help="of the training (flywheel train --precision)")
     ap.add_argument("--base-model", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=None,
                     help="an empty folder where everything is kept: the round, the export, the tuned model and "

@@ -58,6 +58,7 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         max_rows: Annotated[int | None, typer.Option("--max-rows", min=1, help="Train on at most this many rows (seeded shuffle).")] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle and the adapter's initialisation.")] = 0,
         threads: Annotated[int | None, typer.Option("--threads", min=1, help="CPU threads (default: torch's choice).")] = None,
+        precision: Annotated[str, typer.Option("--precision", help="auto (bf16 autocast where the CPU has native bfloat16, AVX512-BF16 or AMX; else fp32), bf16 or fp32.")] = "auto",
         progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
         as_json: Annotated[bool, typer.Option("--json", help="Print the training report as JSON.")] = False,
     ) -> None:
@@ -67,7 +68,8 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         from generators.learner import train as learner  # deferred: torch and TRL load only when training
 
         config = learner.TrainConfig(max_length=max_length, epochs=epochs, max_steps=max_steps, learning_rate=learning_rate,
-                             lora_rank=lora_rank, grad_accum=grad_accum, max_rows=max_rows, seed=seed, threads=threads)
+                             lora_rank=lora_rank, grad_accum=grad_accum, max_rows=max_rows, seed=seed, threads=threads,
+                             precision=precision)
         bar = Progress(TextColumn("[bold]training[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
                        TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=Console(stderr=True))
         task = None
@@ -91,7 +93,7 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
             return
         loss = f"loss {report.losses[0]:.3f} -> {report.losses[-1]:.3f}" if report.losses else "no step"
         out.print(f"Trained {report.steps} steps on {report.rows} rows ({report.trained_tokens:,} of "
-                  f"{report.tokens:,} tokens carry loss; {loss}) in {report.seconds.get('train', 0):.0f} s")
+                  f"{report.tokens:,} tokens carry loss; {loss}) in {report.seconds.get('train', 0):.0f} s, {report.precision}")
         if report.rows_too_long:
             out.print(f"  {report.rows_too_long} rows left out: their prompts alone fill --max-length {max_length}")
         out.print(f"Model: {out_dir}\nNext: flywheel serve-model {out_dir} --port 8000, then "

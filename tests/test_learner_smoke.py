@@ -149,3 +149,23 @@ def test_the_servers_prefix_cache_reads_only_whats_new_and_changes_no_reply(base
     for messages, cached in zip((first, second, other, second), replies, strict=True):
         alone = model.generate(messages, tools, max_tokens=24, temperature=0.0)
         assert (alone.text, alone.cached_tokens) == (cached.text, 0)
+
+
+def test_training_precision_is_bf16_only_where_the_cpu_has_it_natively_and_a_wrong_one_is_one_line(
+        base_model, export, tmp_path, monkeypatch):
+    import torch
+
+    from generators.learner import train as learner
+
+    folder, _, _ = export
+    for native in (True, False):  # auto follows the CPU: emulated bf16 is slower than float32
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda n=native: n)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+        assert learner.use_bf16("auto") is native
+        assert learner.use_bf16("bf16") is True and learner.use_bf16("fp32") is False
+    with pytest.raises(InputError, match="--precision 'fp16': one of auto, bf16, fp32"):
+        learner.use_bf16("fp16")
+    trainer, report = learner.build_trainer(folder, base_model, learner.TrainConfig(max_steps=1, precision="bf16"),
+                                            tmp_path)
+    assert report.precision == "bf16" and trainer.args.bf16
+    assert not trainer.args.gradient_checkpointing  # a 135M model's activations fit; recomputing them costs a third

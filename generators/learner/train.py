@@ -42,6 +42,7 @@ class TrainConfig:
     max_rows: int | None = None  # the first N rows after a seeded shuffle
     seed: int = 0
     threads: int | None = None
+    precision: str = "auto"  # "bf16" (autocast), "fp32", or "auto": bf16 where the CPU computes it natively
 
 
 @dataclass
@@ -51,6 +52,7 @@ class TrainReport:
     out: str
     config: dict[str, Any]
     release: str | None = None
+    precision: str = "fp32"  # what the training computed in (bf16: autocast)
     rows: int = 0  # rows trained on
     rows_too_long: int = 0  # rows whose prompt alone filled max_length
     tokens: int = 0  # tokens in the trained rows, after truncation
@@ -72,6 +74,25 @@ def _trainable_rows(dataset: Any, tokenizer: Any, max_length: int) -> tuple[Any,
         return len(prompt) + MIN_TRAINABLE <= max_length
     keep = [i for i, row in enumerate(dataset) if fits(row)]
     return dataset.select(keep), len(dataset) - len(keep)
+
+
+PRECISIONS = ("auto", "bf16", "fp32")
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX). Elsewhere bf16 is emulated
+    and slower than float32, so ``auto`` keeps float32 there."""
+    import torch  # deferred: the train extra
+
+    return any(getattr(torch.cpu, check, lambda: False)() for check in ("_is_avx512_bf16_supported",
+                                                                         "_is_amx_tile_supported"))
+
+
+def use_bf16(precision: str) -> bool:
+    """Whether to train under bfloat16 autocast (the weights and the adapter stay float32)."""
+    if precision not in PRECISIONS:
+        raise InputError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")
+    return precision == "bf16" or (precision == "auto" and native_bf16())
 
 
 class _Steps:
@@ -98,7 +119,9 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
 
     folder = trl_export_dir(export)
     release = (export_manifest(folder).get("release") or {}).get("id")
-    report = TrainReport(export=str(folder), base=str(base), out="", config=asdict(config), release=release)
+    bf16 = use_bf16(config.precision)
+    report = TrainReport(export=str(folder), base=str(base), out="", config=asdict(config), release=release,
+                         precision="bf16" if bf16 else "fp32")
     start = time.perf_counter()
     tokenizer, model = load_model(base, threads=config.threads)
     report.seconds["load"] = round(time.perf_counter() - start, 1)
@@ -116,7 +139,10 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
             completion_only_loss=True, assistant_only_loss=True, num_train_epochs=config.epochs,
             max_steps=config.max_steps, learning_rate=config.learning_rate, lr_scheduler_type="constant",
             per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
-            logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
+            logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=bf16, fp16=False,
+            # a 135M model's activations fit easily: recomputing them in the backward pass (TRL's
+            # default) cost a third more time for memory this machine does not need
+            gradient_checkpointing=False,
             disable_tqdm=True, seed=config.seed, data_seed=config.seed, dataloader_num_workers=0,
             shuffle_dataset=False,
         )
