@@ -168,4 +168,4 @@ def test_training_precision_is_bf16_only_where_the_cpu_has_it_natively_and_a_wro
     trainer, report = learner.build_trainer(folder, base_model, learner.TrainConfig(max_steps=1, precision="bf16"),
                                             tmp_path)
     assert report.precision == "bf16" and trainer.args.bf16
-    assert not trainer.args.gradient_checkpointing  # a 135M model's activations fit; recomputing them costs a third
+    assert not trainer.args.gradient_checkpointing  # a 135M model's activations fit; recomputing them doubles the forward passes

@@ -141,7 +141,7 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
             per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
             logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, bf16=bf16, fp16=False,
             # a 135M model's activations fit easily: recomputing them in the backward pass (TRL's
-            # default) cost a third more time for memory this machine does not need
+            # default) spends a second forward pass on memory this machine does not need
             gradient_checkpointing=False,
             disable_tqdm=True, seed=config.seed, data_seed=config.seed, dataloader_num_workers=0,
             shuffle_dataset=False,
