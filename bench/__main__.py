@@ -36,6 +36,7 @@ class Bench:
     target: str
     summary: str  # regex of the summary line; its first number group named "ratio" if it has one
     long: bool = False  # run only when named (--only): it takes half an hour or more
+    args: tuple[str, ...] = ()  # of the full run (not --quick)
 
 
 BENCHES = [
@@ -61,14 +62,14 @@ BENCHES = [
     Bench("s3 reads", "bench_s3.py", "DuckDB straight from S3", "< 1 (empty cache)",
           r"empty cache / straight from S3: (?P<ratio>[\d.]+).*"),
     Bench("real learner", "bench_real_learner.py", "the base model", ">= +20 points on 3 families, 30 min",
-          r"families up >= \d+ points: (?P<ratio>\d+) of .*", long=True),
+          r"families up >= \d+ points: (?P<ratio>\d+) of .*", long=True, args=("--next-episodes", "100")),
 ]
 
 
 def run(bench: Bench, quick: bool) -> tuple[str, str, float, int, str]:
     """(figure, ratio, seconds, exit code, output) of one benchmark run in its own process."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(HERE / bench.script), *(["--quick"] if quick else [])],
+    proc = subprocess.run([sys.executable, str(HERE / bench.script), *(["--quick"] if quick else bench.args)],
                           capture_output=True, text=True, cwd=HERE.parent)
     seconds = time.perf_counter() - t0
     lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         from bench.page import rewrite
 
-        rewrite(args.write, [(b.name, b.script, b.against, b.target, ratio, figure, out)
+        rewrite(args.write, [(b.name, " ".join((b.script, *(() if args.quick else b.args))), b.against, b.target, ratio, figure, out)
                              for b, figure, ratio, _, _, out in rows], [b.name for b in BENCHES], host,
                 quick=args.quick)
         print(f"wrote {args.write}")

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +46,9 @@ if str(ROOT) not in sys.path:
 
 from review_app import accounts, release  # noqa: E402
 from review_app.data import Overlap  # noqa: E402
+from warehouse import review_tables as rt  # noqa: E402
+from warehouse import state  # noqa: E402
+from warehouse.errors import InputError  # noqa: E402
 from warehouse.store import Store  # noqa: E402
 
 try:  # as a script (bench/ is on the path) or as part of the bench package
@@ -123,24 +126,50 @@ def evaluate(data: Path, name: str, url: str, args, cwd: Path) -> tuple[dict, li
     return by_family, tasks, time.perf_counter() - start
 
 
-def release_round(data: Path, round_id: str, episodes: int) -> str:
-    """The simulated reviewer's decisions and the simulated lead's release; the release's id."""
+def release_round(data: Path, round_id: str, version: str = "v1") -> str:
+    """The simulated reviewer's decisions and the simulated lead's release; the release's id. The
+    release fixes no sampling plan: the next round's mix is the planner's (step 4 compares it)."""
     store = Store(data)
-    accounts.add_reviewer(store, "sim-reviewer", "reviewer", PASSWORD)
-    accounts.add_reviewer(store, "sim-lead", "lead", PASSWORD)
+    for name, role in (("sim-reviewer", "reviewer"), ("sim-lead", "lead")):
+        with suppress(InputError):  # a branch's copy of the data has them already
+            accounts.add_reviewer(store, name, role, PASSWORD)
     simulated_review(store, round_id)
-    fams = sorted({f for (f,) in store.duck([round_id]).execute("SELECT DISTINCT family FROM episodes").fetchall()})
-    plan = {"episodes": episodes, "families": {f: round(1 / len(fams), 6) for f in fams},
-            "difficulties": {f: 1 for f in fams}}
-    rel = release.approve_release(store, lead="sim-lead", dataset_version="v1", round_ids=[round_id],
-                                  sampling_plan=plan, overlap=Overlap(0.0, 2))
+    rel = release.approve_release(store, lead="sim-lead", dataset_version=version, round_ids=[round_id],
+                                  sampling_plan=None, overlap=Overlap(0.0, 2))
     return rel.id
 
 
-def _config(path: Path, args) -> Path:
+def _config(path: Path, args, *, adaptive: bool = True) -> Path:
     path.write_text(f"[openai]\nmax_tokens = {args.max_tokens}\nmax_steps = {args.max_replies}\ntimeout_s = 900\n"
-                    "concurrency = 1\n")
+                    f"concurrency = 1\n\n[round]\nadaptive = {str(adaptive).lower()}\n")
     return path
+
+
+def _round(data: Path, episodes: int, args, config: Path, cwd: Path, *extra: str) -> tuple[dict, str, dict]:
+    """A round, reviewed, released and exported as ``trl`` rows beside ``data``: the round, the release and the export."""
+    rnd = flywheel("run", "--episodes", str(episodes), "--rollouts", "1", "--families", args.families,
+                   "--data-dir", str(data), "--no-progress", "-c", str(config), *extra, cwd=cwd)
+    with Store(data).session() as s:
+        version = f"v{len(rt.list_releases(session=s)) + 1}"
+    rel = release_round(data, rnd["round_id"], version)
+    export = flywheel("export", "--release", rel, "--format", "trl", "--out", str(data.parent / "export"),
+                      "--data-dir", str(data), "--no-progress", cwd=cwd)
+    return rnd, rel, export
+
+
+def _train(export: Path, base: Path, out: Path, args, epochs: float) -> dict:
+    train = ["--max-length", str(args.max_length), "--epochs", str(epochs), "--lr", str(args.lr),
+             "--grad-accum", str(args.grad_accum),
+             *(["--max-steps", str(args.max_steps)] if args.max_steps else []),
+             *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
+             *(["--threads", str(args.threads)] if args.threads else []), "--precision", args.precision]
+    return flywheel("train", str(export), "--out", str(out), "--base-model", str(base), "--no-progress", *train,
+                    cwd=out.parent)
+
+
+def _served_eval(model: Path, name: str, data: Path, args) -> tuple[dict, list[str], float]:
+    with served(model, name, data.parent / f"serve-{name}.log", args.threads) as url:
+        return evaluate(data, name, url, args, data.parent)
 
 
 def run(args) -> dict:
@@ -157,33 +186,50 @@ def run(args) -> dict:
     with served(base, "base", work / "serve-base.log", args.threads) as base_url:
         start = time.perf_counter()
         writer = ["--writer", "openai", "--model", "base", "--base-url", base_url] if args.writer == "model" else []
-        rnd = flywheel("run", "--episodes", str(args.episodes), "--rollouts", "1", "--families", args.families,
-                       "--data-dir", str(data), "--no-progress", "-c", str(config), *writer, cwd=work)
-        rel = release_round(data, rnd["round_id"], args.episodes)
-        export = flywheel("export", "--release", rel, "--format", "trl", "--out", str(work / "export"),
-                          "--data-dir", str(data), "--no-progress", cwd=work)
+        rnd, rel, export = _round(data, args.episodes, args, config, work, *writer)
         seconds["round, review, release, export"] = time.perf_counter() - start
-        for side in ("base", "tuned"):  # the data as it was after the release, once per eval
-            shutil.copytree(data, work / f"eval-{side}")
+        # the data as it was after the release, once per eval (and kept for step 4's evals)
+        for copy in ("eval-base", "eval-tuned", *(["after-release"] if args.next_episodes else [])):
+            shutil.copytree(data, work / copy)
         base_dev, base_tasks, seconds["base eval"] = evaluate(work / "eval-base", "base", base_url, args, work)
 
     start = time.perf_counter()
-    train = ["--max-length", str(args.max_length), "--epochs", str(args.epochs), "--lr", str(args.lr),
-             "--grad-accum", str(args.grad_accum),
-             *(["--max-steps", str(args.max_steps)] if args.max_steps else []),
-             *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
-             *(["--threads", str(args.threads)] if args.threads else []), "--precision", args.precision]
-    report = flywheel("train", str(work / "export"), "--out", str(work / "tuned"), "--base-model", str(base),
-                      "--no-progress", *train, cwd=work)
+    report = _train(work / "export", base, work / "tuned", args, args.epochs)
     seconds["train"] = time.perf_counter() - start
-    with served(work / "tuned", "tuned", work / "serve-tuned.log", args.threads) as tuned_url:
-        tuned_dev, tuned_tasks, seconds["tuned eval"] = evaluate(work / "eval-tuned", "tuned", tuned_url, args, work)
+    tuned_dev, tuned_tasks, seconds["tuned eval"] = _served_eval(work / "tuned", "tuned", work / "eval-tuned", args)
     if tuned_tasks != base_tasks:
         sys.exit("the two evals drew different dev tasks; their figures cannot be compared")
     seconds["total"] = time.perf_counter() - t0
-    return {"round": rnd["round_id"], "release": rel, "export_rows": export.get("rows"), "training": report,
-            "base": base_dev, "tuned": tuned_dev, "seconds": seconds, "dev_tasks": len(base_tasks),
-            "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    result = {"round": rnd["round_id"], "release": rel, "export_rows": export.get("rows"), "training": report,
+              "base": base_dev, "tuned": tuned_dev, "seconds": seconds, "dev_tasks": len(base_tasks),
+              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    if args.next_episodes:
+        result["next"] = {mix: next_round(work, mix, base_tasks, args) for mix in MIXES}
+    return result
+
+
+MIXES = {"competence-aware": True, "uniform": False}  # the next round's mix -> round.adaptive
+
+
+def next_round(work: Path, mix: str, tasks: list[str], args) -> dict:
+    """Step 4 for one mix: the next round, planned from the tuned model's dev feedback (competence-aware)
+    or evenly (uniform), released, the tuned model trained further on it and measured on the same dev tasks."""
+    start = time.perf_counter()
+    branch = work / mix
+    branch.mkdir()
+    shutil.copytree(work / "eval-tuned", branch / "data")  # holds the tuned model's dev feedback
+    config = _config(branch / "flywheel.toml", args, adaptive=MIXES[mix])
+    rnd, rel, export = _round(branch / "data", args.next_episodes, args, config, branch)
+    with Store(branch / "data").session() as s:
+        plan = next(r.plan for r in state.list_rounds(session=s) if r.id == rnd["round_id"])
+    report = _train(branch / "export", work / "tuned", branch / "tuned", args, args.next_epochs)
+    shutil.copytree(work / "after-release", branch / "eval")
+    dev, dev_tasks, _ = _served_eval(branch / "tuned", mix.split("-")[0], branch / "eval", args)
+    if dev_tasks != tasks:
+        sys.exit(f"the {mix} eval drew other dev tasks than the first two; its figures cannot be compared")
+    return {"round": rnd["round_id"], "release": rel, "source": plan.get("source", ""),
+            "mix": plan.get("weights", {}), "export_rows": export.get("rows"), "training": report, "dev": dev,
+            "seconds": time.perf_counter() - start}
 
 
 def report_lines(result: dict) -> list[str]:
@@ -203,6 +249,29 @@ def report_lines(result: dict) -> list[str]:
     met = up >= TARGET_FAMILIES and minutes <= TARGET_MINUTES
     lines.append(f"families up >= {TARGET_POINTS} points: {up} of {len(gains)} in {minutes:.1f} min "
                  f"(target: {TARGET_FAMILIES} families within {TARGET_MINUTES} min): {'met' if met else 'NOT met'}")
+    return lines + next_lines(result)
+
+
+def _share(wins: tuple[int, int] | None) -> str:
+    won, n = wins or (0, 0)
+    return f"{won}/{n}"
+
+
+def next_lines(result: dict) -> list[str]:
+    """Step 4's figures, when it ran: dev success after one more round of each mix (no target)."""
+    nxt = result.get("next")
+    if not nxt:
+        return []
+    lines = ["step 4, one more round of each mix from the tuned model (as measured, no target):",
+             f"{'family':<8}{'tuned':>10}" + "".join(f"{mix:>18}" for mix in nxt)]
+    for family in sorted(result["tuned"]):
+        lines.append(f"{family:<8}{_share(result['tuned'].get(family)):>10}"
+                     + "".join(f"{_share(b['dev'].get(family)):>18}" for b in nxt.values()))
+    for mix, b in nxt.items():
+        shares = ", ".join(f"{f} {w / (sum(b['mix'].values()) or 1):.0%}" for f, w in sorted(b["mix"].items()))
+        t = b["training"]
+        lines.append(f"{mix}: planned from {b['source'] or '?'} ({shares}); {t['rows']} train rows, "
+                     f"{t['steps']} steps; {b['seconds']:.0f} s")
     return lines
 
 
@@ -228,12 +297,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="an empty folder where everything is kept: the round, the export, the tuned model and "
                          "each eval's data, for a look at what the models said (default: "
                          "~/.cache/flywheel/bench-real-learner, replaced each run; --quick: a temporary folder)")
+    ap.add_argument("--next-episodes", type=int, default=0,
+                    help="step 4: one more round of this many episodes per mix (competence-aware, uniform), each "
+                         "trained on from the tuned model and measured on the same dev tasks (0: skip)")
+    ap.add_argument("--next-epochs", type=float, default=2.0, help="step 4: passes over each next round's train rows")
     ap.add_argument("--quick", action="store_true", help="smoke mode: 2 optimizer steps, 1 dev episode")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON document")
     args = ap.parse_args(argv)
     if args.quick:
         args.families, args.episodes, args.dev, args.max_steps, args.grad_accum = "F01", 12, 1, 2, 1
         args.max_replies, args.max_tokens = 2, 48
+        args.next_episodes = min(args.next_episodes, 12)
     args.threads = args.threads or None
     with tempfile.TemporaryDirectory(prefix="bench-learner-") as tmp:
         if args.workdir is None:

@@ -87,7 +87,8 @@ def approve_release(
     overlap: Overlap,
     notes: str = "",
 ) -> rt.Release:
-    """Record the lead's approval; InputError if anything is missing or wrong."""
+    """Record the lead's approval; InputError if anything is missing or wrong. ``sampling_plan=None``
+    releases the data without fixing the next round's mix: the planner's feedback decides it."""
     user = require_user(store, lead.name if isinstance(lead, User) else lead)
     if not user.is_lead:
         raise InputError(f"{user.name} is not a lead; only leads approve releases")
@@ -100,7 +101,7 @@ def approve_release(
         raise InputError(f"unknown or no rounds: {', '.join(sorted(set(round_ids) - known)) or 'none given'}")
     if dataset_version in taken:
         raise InputError(f"dataset version {dataset_version} was already released")
-    plan = check_plan(sampling_plan)
+    plan = {} if sampling_plan is None else check_plan(sampling_plan)
     moment = datetime.now(UTC)  # the release holds the decisions made up to this moment
     cand = release_candidate(store, round_ids, overlap, as_of=moment)
     if cand["approved"] == 0:

@@ -136,17 +136,25 @@ def test_past_twenty_skipped_records_feedback_says_how_many_more(tmp_path):
     assert lines[-1] == "warning: r.jsonl: ... and 2 more skipped records"
 
 
-def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
-    from review_app import decisions, release
-    from review_app.data import Overlap
+def _one_approved_round(tmp_path, **round_settings):
+    """Settings, store and the id of a complete round with one episode approved (accounts ann and lea)."""
+    from review_app import decisions
     from tests.review_fixtures import make_accounts
 
-    settings = load_settings(data_dir=tmp_path / "d", round={"episodes": 24, "rollouts": 2})
+    settings = load_settings(data_dir=tmp_path / "d", round=round_settings)
     store = Store(settings.data_dir)
     first = _complete_round(store, settings)
     make_accounts(store)
-    eid = store.duck().execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()[0]
+    eid = store.duck().execute("SELECT min(episode_id) FROM episodes").fetchone()[0]
     decisions.record_decision(store, reviewer="ann", round_id=first, episode_id=eid, decision="approve")
+    return settings, store, first
+
+
+def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
+    from review_app import release
+    from review_app.data import Overlap
+
+    settings, store, first = _one_approved_round(tmp_path, episodes=24, rollouts=2)
     rel = release.approve_release(
         store, lead="lea", dataset_version="v1", round_ids=[first],
         sampling_plan={"episodes": 10, "families": {"F02": 0.75, "F05": 0.25}, "difficulties": {"F02": 2}},
@@ -163,6 +171,21 @@ def test_a_released_sampling_plan_decides_the_next_round_once(tmp_path):
     # Used once: the round after goes back to the settings and the feedback.
     after = next_plan(store, settings, families, 3)
     assert after.source == "even" and after.episodes == 24
+
+
+def test_a_release_without_a_sampling_plan_leaves_the_next_round_to_the_planner(tmp_path):
+    from review_app import release
+    from review_app.data import Overlap
+
+    settings, store, first = _one_approved_round(tmp_path, episodes=12, rollouts=1)
+    rel = release.approve_release(store, lead="lea", dataset_version="v1", round_ids=[first], sampling_plan=None,
+                                  overlap=Overlap(0.0, 2))
+    assert rel.sampling_plan == {} and rel.episodes == 1
+    planned = next_plan(store, settings, stages.selected_families(settings), 2)
+    assert planned.source == "even" and planned.episodes == 12  # the settings and the feedback, not the release
+    with pytest.raises(InputError, match="sampling plan"):  # a plan, when given, is still checked
+        release.approve_release(store, lead="lea", dataset_version="v2", round_ids=[first],
+                                sampling_plan={"episodes": 0, "families": {}}, overlap=Overlap(0.0, 2))
 
 
 def test_a_nightly_round_without_a_new_release_makes_only_the_configured_share(tmp_path):

@@ -50,7 +50,10 @@ def render(ctx: Ctx) -> None:
             st.caption(md(f"{last.id} · {last.dataset_version} · approved by {last.approved_by} at {last.approved_at:%Y-%m-%d %H:%M}"))
             st.table(pd.DataFrame([{"rounds": ", ".join(last.round_ids), "approved": last.episodes,
                                     "notes": last.notes}]))
-            st.table(_plan_frame(last.sampling_plan))
+            if last.sampling_plan:
+                st.table(_plan_frame(last.sampling_plan))
+            else:
+                st.caption("approved without a sampling plan: the planner chose the next round")
     st.markdown("**The next round**: the competence planner's proposal; edit a level or share in place")
     proposal = stored_proposal(ctx.store)
     if proposal is None:
