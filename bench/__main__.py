@@ -62,7 +62,7 @@ BENCHES = [
     Bench("s3 reads", "bench_s3.py", "DuckDB straight from S3", "< 1 (empty cache)",
           r"empty cache / straight from S3: (?P<ratio>[\d.]+).*"),
     Bench("real learner", "bench_real_learner.py", "the base model", ">= +20 points on 3 families, 30 min",
-          r"families up >= \d+ points: (?P<ratio>\d+) of .*", long=True, args=("--next-episodes", "100")),
+          r"families up >= \d+ points: (?P<ratio>\d+) of .*", long=True, args=("--next-episodes", "60")),
 ]
 
 

@@ -12,12 +12,16 @@ One process tree, through the real command line wherever a user would use it:
    verifier decides;
 3. ``flywheel train`` (LoRA SFT through TRL on the export's train split, its loss masks kept), the
    tuned model served the same way and measured on the same dev tasks (each eval runs in its own
-   copy of the data directory as it was after the release, so both draw the same tasks; checked).
+   copy of the data directory as it was after the release, so both draw the same tasks; checked);
+4. with ``--next-episodes N``, one more round per mix: competence-aware (planned from the tuned
+   model's dev results) and uniform, each released, trained on from the tuned model and measured
+   on the same dev tasks (no target; outside the 30 minutes).
 
 Prints dev success per family for both, the time of each part and the target line: the tuned model
 beats the base by at least 20 points on at least three families, within 30 minutes.
 
     python bench/bench_real_learner.py                   # the full run (see docs/learner.md)
+    python bench/bench_real_learner.py --next-episodes 60   # and step 4
     python bench/bench_real_learner.py --quick           # a smoke run: 2 optimizer steps, 1 dev episode
     python bench/bench_real_learner.py --json            # the figures as one JSON document too
 
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-steps", type=int, default=0, help="optimizer steps (0: --epochs decides)")
     ap.add_argument("--max-rows", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--grad-accum", type=int, default=4, help="rows per optimizer step")
+    ap.add_argument("--grad-accum", type=int, default=2, help="rows per optimizer step (2: 70 steps on the defaults)")
     ap.add_argument("--max-tokens", type=int, default=80, help="tokens per model reply in the evals")
     ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)
