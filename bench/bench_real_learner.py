@@ -308,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke mode: 2 optimizer steps, 1 dev episode")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON document")
     args = ap.parse_args(argv)
+    if args.next_episodes < 0:
+        ap.error(f"--next-episodes {args.next_episodes}: 0 (skip step 4) or more")
     if args.quick:
         args.families, args.episodes, args.dev, args.max_steps, args.grad_accum = "F01", 12, 1, 2, 1
         args.max_replies, args.max_tokens = 2, 48
