@@ -145,6 +145,7 @@ def plan_with(settings: Settings, families: list[str], round_number: int, planne
         reports=planned.reports,
         competence={f: m.competence for f, m in mix.items() if m.competence and f in families},
         reference_share=r.reference_share,
+        splits=list(r.splits),
     )
 
 

@@ -27,6 +27,7 @@ class TaskSlot:
     variants: list[str] = field(default_factory=list)  # draw only these variants (empty: any)
     curriculum: str = ""  # "failure": a failure curriculum slot (see generators.mix)
     policy: str = ""  # who collects it: "" the round's policy, "reference" a reference demonstration
+    splits: list[str] = field(default_factory=list)  # draw only tasks of these splits (empty: any)
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,14 @@ def plan_round(
     reports: list[str] | None = None,
     competence: dict[str, str] | None = None,
     reference_share: float = 0.0,
+    splits: list[str] | None = None,
 ) -> Plan:
     """Spread ``episodes`` over tasks of ``families`` (by ``weights``, default even),
     ``rollouts`` per task; the last task of the plan takes the remainder. A family's
     difficulty is ``difficulties[family]`` if given, else ``difficulty``; a family with a
     curriculum draws only its curriculum's variants, and a failure curriculum gives
     ``reference_share`` of its episodes to reference demonstrations (see
-    :func:`with_demonstrations`)."""
+    :func:`with_demonstrations`). With ``splits``, every slot draws only tasks of those splits."""
     if not families:
         raise ValueError("a plan needs at least one family")
     w = {f: float((weights or {}).get(f, 1.0)) for f in families}
@@ -109,7 +111,8 @@ def plan_round(
         level = (difficulties or {}).get(fam, difficulty)
         cur = (curricula or {}).get(fam, {})
         slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k,
-                              variants=list(cur.get("variants", [])), curriculum=str(cur.get("kind", ""))))
+                              variants=list(cur.get("variants", [])), curriculum=str(cur.get("kind", "")),
+                              splits=list(splits or [])))
         left -= k
     failing = [f for f in families if (curricula or {}).get(f, {}).get("kind") == "failure"]
     slots, demonstrations = with_demonstrations(slots, failing, reference_share, seed + len(slots))
@@ -161,8 +164,9 @@ def with_demonstrations(slots: list[TaskSlot], families: list[str], share: float
                 out[i] = replace(out[i], rollouts=out[i].rollouts - cut)
                 take -= cut
         level = next(s.difficulty for s in slots if s.family == fam)
+        kinds = next(s.splits for s in slots if s.family == fam)
         extra += [TaskSlot(family=fam, difficulty=level, seed=first_seed + len(extra) + j, rollouts=1,
-                           curriculum="failure", policy=REFERENCE_POLICY) for j in range(n)]
+                           curriculum="failure", policy=REFERENCE_POLICY, splits=list(kinds)) for j in range(n)]
         notes[fam] = {"episodes": n, "reason": (
             f"failure curriculum: {n} of {total} episodes are reference demonstrations (round.reference_share "
             f"{share:.0%}): the family's reference solution followed exactly, to show what the model fails at; "

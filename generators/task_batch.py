@@ -54,12 +54,13 @@ def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = N
 
     With ``slot.variants`` set, seeds whose task is another variant are passed over (they are
     not rejections); if none of the first MAX_VARIANT_SEEDS seeds gives one of them, any
-    variant is taken, so a stale curriculum never stops a round."""
-    wanted = set(slot.variants)
+    variant is taken, so a stale curriculum never stops a round. With ``slot.splits`` set, a
+    task of another split is always passed over (a held-out template never slips into the round)."""
+    wanted, splits = set(slot.variants), set(slot.splits)
     found = gated_tasks(
-        family, [seed_for(slot, a) for a in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES)], slot.difficulty, writer,
-        passed_over=lambda attempt, task: bool(wanted) and attempt < MAX_VARIANT_SEEDS
-        and variant_of(task.template) not in wanted,
+        family, slot_seeds(slot), slot.difficulty, writer,
+        passed_over=lambda attempt, task: (bool(splits) and task.split not in splits) or (
+            bool(wanted) and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted),
         max_rejections=MAX_SEED_TRIES)
     return SlotResult(task=found.tasks[0] if found.tasks else None, tried=found.tried, rejections=found.rejections)
 

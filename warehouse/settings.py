@@ -84,6 +84,9 @@ class RoundSettings(_Section):
     families: list[str] = Field(default_factory=list)  # empty: every family
     difficulty: int = Field(1, ge=1, le=5)
     adaptive: bool = True  # the mix and difficulty follow the latest feedback
+    # Draw tasks only of these splits' templates (empty: every split). ["train"] spends a round on
+    # trainable data only and keeps the held-out variants for evals.
+    splits: list[Literal["train", "dev", "test", "challenge"]] = Field(default_factory=list)
     # Of a family in a failure curriculum, this share of its episodes are reference demonstrations
     # (the reference solution followed exactly, by the ``reference`` policy); 0: none.
     reference_share: float = Field(0.25, ge=0.0, le=1.0)
