@@ -165,7 +165,7 @@ def _round(data: Path, episodes: int, args, config: Path, cwd: Path, *extra: str
 
 def _train(export: Path, base: Path, out: Path, args, epochs: float, steps: int) -> dict:
     train = ["--max-length", str(args.max_length), "--epochs", str(epochs), "--lr", str(args.lr),
-             "--grad-accum", str(args.grad_accum),
+             "--grad-accum", str(args.grad_accum), "--lora-layers", str(args.lora_layers),
              *(["--max-steps", str(steps)] if steps else []),
              *(["--max-rows", str(args.max_rows)] if args.max_rows else []),
              *(["--threads", str(args.threads)] if args.threads else []), "--precision", args.precision]
@@ -300,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-rows", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--grad-accum", type=int, default=2, help="rows per optimizer step")
+    ap.add_argument("--lora-layers", type=int, default=0, help="adapt only the top N decoder layers (0: all)")
     ap.add_argument("--max-tokens", type=int, default=80, help="tokens per model reply in the evals")
     ap.add_argument("--max-replies", type=int, default=6, help="model replies per eval episode")
     ap.add_argument("--threads", type=int, default=0)

@@ -54,6 +54,7 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         max_steps: Annotated[int, typer.Option("--max-steps", help="Optimizer steps (overrides --epochs when positive).")] = -1,
         learning_rate: Annotated[float, typer.Option("--lr", min=0.0, help="Learning rate of the LoRA adapter.")] = 1e-3,
         lora_rank: Annotated[int, typer.Option("--lora-rank", min=1, help="Rank of the LoRA adapter.")] = 16,
+        lora_layers: Annotated[int, typer.Option("--lora-layers", min=0, help="Adapt only the top N decoder layers (0: all); faster, as the backward pass stops below them.")] = 0,
         grad_accum: Annotated[int, typer.Option("--grad-accum", min=1, help="Rows per optimizer step.")] = 4,
         max_rows: Annotated[int | None, typer.Option("--max-rows", min=1, help="Train on at most this many rows (seeded shuffle).")] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle and the adapter's initialisation.")] = 0,
@@ -68,7 +69,7 @@ def register(app: typer.Typer, out: Console, err: Console) -> None:
         from generators.learner import train as learner  # deferred: torch and TRL load only when training
 
         config = learner.TrainConfig(max_length=max_length, epochs=epochs, max_steps=max_steps, learning_rate=learning_rate,
-                             lora_rank=lora_rank, grad_accum=grad_accum, max_rows=max_rows, seed=seed, threads=threads,
+                             lora_rank=lora_rank, lora_layers=lora_layers, grad_accum=grad_accum, max_rows=max_rows, seed=seed, threads=threads,
                              precision=precision)
         bar = Progress(TextColumn("[bold]training[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
                        TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=Console(stderr=True))

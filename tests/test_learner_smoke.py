@@ -170,3 +170,20 @@ def test_training_precision_is_bf16_only_where_the_cpu_has_it_natively_and_a_wro
                                             tmp_path)
     assert report.precision == "bf16" and trainer.args.bf16
     assert not trainer.args.gradient_checkpointing  # a 135M model's activations fit; recomputing them doubles the forward passes
+
+
+def test_lora_on_the_top_layers_adapts_only_those_and_trains(export, base_model, tmp_path):
+    """--lora-layers N: the adapter's weights sit in the top N decoder layers only (the backward pass
+    stops below them), every linear layer of those; a count above the model's layers is one clear error."""
+    from generators.learner import train as learner
+
+    folder, _, _ = export
+    trainer, _ = learner.build_trainer(folder, base_model, learner.TrainConfig(max_steps=1, lora_layers=2), tmp_path)
+    layers = trainer.model.config.num_hidden_layers
+    adapted = {(int(name.split(".layers.")[1].split(".")[0]), name.split(".lora_A")[0].rsplit(".", 1)[1])
+               for name, p in trainer.model.named_parameters() if p.requires_grad and ".lora_A" in name}
+    assert adapted == {(i, m) for i in (layers - 2, layers - 1) for m in learner.LINEAR_MODULES}
+    trainer.train()
+    assert trainer.state.global_step == 1 and math.isfinite(trainer.state.log_history[0]["loss"])
+    with pytest.raises(InputError, match=f"--lora-layers {layers + 1}: the model has {layers} decoder layers"):
+        learner.build_trainer(folder, base_model, learner.TrainConfig(max_steps=1, lora_layers=layers + 1), tmp_path)

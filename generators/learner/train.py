@@ -37,6 +37,7 @@ class TrainConfig:
     max_steps: int = -1  # optimizer steps; overrides epochs when positive
     learning_rate: float = 1e-3  # LoRA on a 135M model learns a new output format fast at this rate
     lora_rank: int = 16
+    lora_layers: int = 0  # adapt only the top N decoder layers (0: all): the backward pass stops below them
     batch_size: int = 1
     grad_accum: int = 4
     max_rows: int | None = None  # the first N rows after a seeded shuffle
@@ -110,6 +111,20 @@ class _Steps:
         return StepReport()
 
 
+LINEAR_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # a Llama block's
+
+
+def _adapted_layers(model: Any, top: int) -> dict[str, Any]:
+    """LoRA's target: every linear layer, or with ``top`` those of the top ``top`` decoder layers only."""
+    if not top:
+        return {"target_modules": "all-linear"}
+    layers = int(model.config.num_hidden_layers)
+    if top > layers:
+        raise InputError(f"--lora-layers {top}: the model has {layers} decoder layers")
+    return {"target_modules": LINEAR_MODULES, "layers_to_transform": list(range(layers - top, layers)),
+            "layers_pattern": "layers"}
+
+
 def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
                   on_step: Callable[[int, int, float | None], None] | None = None) -> tuple[Any, TrainReport]:
     """The SFT trainer over ``export``'s train split (not yet trained) and the report it fills."""
@@ -147,7 +162,7 @@ def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,
             shuffle_dataset=False,
         )
         lora = LoraConfig(r=config.lora_rank, lora_alpha=2 * config.lora_rank, lora_dropout=0.0,
-                          target_modules="all-linear", task_type="CAUSAL_LM")
+                          task_type="CAUSAL_LM", **_adapted_layers(model, config.lora_layers))
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                              peft_config=lora)
     trainer.remove_callback(PrinterCallback)
