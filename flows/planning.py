@@ -50,6 +50,14 @@ def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
     return [FailureCount(f, side, t, n) for (f, side, t), n in sorted(counts.items())]
 
 
+def trainable_variants(table: dict[tuple, Competence], splits: list[str]) -> dict[tuple, Competence]:
+    """Of per-variant competence, the train variants' (of those ``splits``, when given): a failure
+    curriculum draws its easier variants from these, as data to train on. An eval measures held-out
+    variants; a round of them would add no training row."""
+    keep = {"train"} & set(splits or ["train"])
+    return {k: c for k, c in table.items() if k[0] in FAMILIES and get_family(k[0]).split_of(k[1]) in keep}
+
+
 def mix_for(store: Store, settings: Settings, families: list[str], *,
             skip_batches: str = "", records: list[FeedbackRecord] | None = None) -> tuple[list[FamilyMix], list[str]]:
     """Each family's share, level and reason in the next batch, and the harness-side reports
@@ -64,7 +72,7 @@ def mix_for(store: Store, settings: Settings, families: list[str], *,
     inputs = MixInputs(
         max_difficulty={f: get_family(f).max_difficulty for f in families},
         capabilities={f: get_family(f).capability for f in families},
-        variants=competence_table(records, by_variant=True),
+        variants=trainable_variants(competence_table(records, by_variant=True), r.splits),
         failures=failure_counts(records),
     )
     mix = next_mix(families, competence_table(records), base_difficulty=r.difficulty,

@@ -197,3 +197,25 @@ def test_a_level_with_too_little_evidence_does_not_hide_failure_below_it():
     records = batch("b1", 0, {("F03", 1): rate(0), ("F03", 2): rate(0), ("F03", 3): [False, False]})
     [m] = next_mix(["F03"], competence_table(records), base_difficulty=1, max_difficulty=MAXIMA)
     assert m.curriculum == "failure" and m.difficulty == 1
+
+
+def test_a_failure_curriculum_draws_train_variants_never_the_held_out_ones_an_eval_measured(tmp_path):
+    """A dev eval measures held-out variants: its better one (archive_mail) is no curriculum, as a round of
+    it would add no training row. The trainer's results on train variants name the easier ones."""
+    from flows.planning import mix_for
+    from warehouse.settings import load_settings
+    from warehouse.store import Store
+
+    dev = sum((batch("eval-1", 1, {("F01", 1): rate(k, 10)}, template=f"{v}.direct", split="dev", source="eval")
+               for v, k in (("archive_mail", 2), ("complete_todo", 0), ("build_playlist", 0))), [])
+    settings = load_settings(None, data_dir=tmp_path)
+    (f01,), _ = mix_for(Store(tmp_path), settings, ["F01"], records=dev)
+    assert f01.curriculum == "failure" and f01.variants == ()
+    assert "any variant" in f01.reason
+    trained = dev + sum((batch("t-1", 0, {("F01", 1): rate(k, 10)}, template=f"{v}.direct", split="train")
+                         for v, k in (("set_timer", 3), ("delete_note", 0), ("add_todo", 0))), [])
+    (f01,), _ = mix_for(Store(tmp_path), settings, ["F01"], records=trained)
+    assert f01.curriculum == "failure" and f01.variants == ("set_timer",)
+    only_dev = load_settings(None, data_dir=tmp_path, round={"splits": ["dev"]})
+    (f01,), _ = mix_for(Store(tmp_path), only_dev, ["F01"], records=trained)
+    assert f01.variants == ()  # a round of held-out variants only has no train variant to lean on
