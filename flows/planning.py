@@ -241,6 +241,7 @@ def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
         "source": plan.source,
         "episodes": plan.episodes,
         "rollouts": plan.rollouts,
+        "splits": sorted({s for slot in plan.slots for s in slot.splits}),  # empty: every split
         "competence": [
             {"family": c.family, "difficulty": c.difficulty, "n": c.n, "successes": c.successes,
              "evidence": round(c.evidence, 4), "mean": round(c.mean, 4), "sd": round(c.sd, 4),

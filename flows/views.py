@@ -226,7 +226,8 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
         console.print(table)
     else:
         console.print("No feedback yet: the next round explores every family evenly.")
-    table = Table(title=f"Next round: {data['episodes']} episodes, mix from {data['source']}", box=box.SIMPLE_HEAD)
+    only = f" of {' and '.join(data['splits'])} variants" if data.get("splits") else ""
+    table = Table(title=f"Next round: {data['episodes']} episodes{only}, mix from {data['source']}", box=box.SIMPLE_HEAD)
     for col in ("family", "share", "episodes", "level", "why"):
         table.add_column(col, no_wrap=col != "why")
     for m in data["mix"]:

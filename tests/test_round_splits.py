@@ -3,6 +3,7 @@ round spends its episodes on trainable data and the held-out variants stay for e
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -88,3 +89,21 @@ def test_a_family_with_no_task_of_the_split_is_a_clear_error_not_a_gate_failure(
 def test_a_split_that_does_not_exist_is_refused_when_the_settings_are_read(tmp_path):
     with pytest.raises(ConfigError, match="splits"):
         load_settings(None, data_dir=tmp_path, round={"splits": ["validation"]})
+
+
+def test_flywheel_plan_says_which_splits_the_next_round_draws_and_refuses_an_unknown_one(tmp_path):
+    from tests.conftest import cli_env, flywheel
+
+    with Store(tmp_path / "data").session():
+        pass
+    (tmp_path / "flywheel.toml").write_text('[round]\nsplits = ["train"]\nfamilies = ["F01", "F07"]\n')
+    env = cli_env(None)
+    shown = flywheel("plan", "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "of train variants" in " ".join(shown.stdout.split())
+    data = json.loads(flywheel("plan", "--json", "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path).stdout)
+    assert data["splits"] == ["train"]
+    (tmp_path / "flywheel.toml").write_text('[round]\nsplits = ["validation"]\n')
+    bad = flywheel("plan", "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "round.splits" in bad.stderr, bad.stderr
