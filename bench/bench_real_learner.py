@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", default="train",
                     help="the splits the rounds draw tasks of (round.splits; empty: every split, so about half the "
                          "episodes are held-out variants that never become training rows)")
-    ap.add_argument("--dev", type=int, default=16, help="dev tasks per eval, spread over the families")
+    ap.add_argument("--dev", type=int, default=20,
+                    help="dev tasks per eval, spread over the families (5 each: the least evidence the planner calls a "
+                         "family anything but uncertain, so step 4's competence-aware mix can differ from uniform)")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1536, help="tokens per training row (F07/F08 rows are ~1,200)")
