@@ -282,7 +282,8 @@ def next_lines(result: dict) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The bench's options and their defaults."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=FAMILIES, help="comma-separated family ids")
     ap.add_argument("--episodes", type=int, default=200, help="episodes in the training round")
@@ -290,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the splits the rounds draw tasks of (round.splits; empty: every split, so about half the "
                          "episodes are held-out variants that never become training rows)")
     ap.add_argument("--dev", type=int, default=20,
-                    help="dev tasks per eval, spread over the families (5 each: the least evidence the planner calls a "
-                         "family anything but uncertain, so step 4's competence-aware mix can differ from uniform)")
+                    help="dev tasks per eval, spread over the families (20: 5 for each of the 4 default families, the "
+                         "least evidence the planner judges a family on, so step 4's competence-aware mix follows it)")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1536, help="tokens per training row (F07/F08 rows are ~1,200)")
@@ -318,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--next-epochs", type=float, default=2.0, help="step 4: passes over each next round's train rows")
     ap.add_argument("--quick", action="store_true", help="smoke mode: 2 optimizer steps, 1 dev episode")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON document")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.next_episodes < 0:
         ap.error(f"--next-episodes {args.next_episodes}: 0 (skip step 4) or more")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 from generators.batch_plan import Plan, plan_round, round_seed
 from generators.competence import Competence, batch_order, competence_history, competence_table, is_report
 from generators.mix import FailureCount, FamilyMix, MixInputs, harness_reports, next_mix, released_mix
-from generators.phone.families import FAMILIES, get_family
+from generators.phone.families import FAMILIES, get_family, split_for_template
 from warehouse import review_tables as rt
 from warehouse import state
 from warehouse.contract import FeedbackRecord
@@ -51,11 +52,13 @@ def failure_counts(records: list[FeedbackRecord]) -> list[FailureCount]:
 
 
 def trainable_variants(table: dict[tuple, Competence], splits: list[str]) -> dict[tuple, Competence]:
-    """Of per-variant competence, the train variants' (of those ``splits``, when given): a failure
-    curriculum draws its easier variants from these, as data to train on. An eval measures held-out
-    variants; a round of them would add no training row."""
-    keep = {"train"} & set(splits or ["train"])
-    return {k: c for k, c in table.items() if k[0] in FAMILIES and get_family(k[0]).split_of(k[1]) in keep}
+    """Of per-variant competence ((family, variant, level) -> competence), the train variants': a failure
+    curriculum draws its easier variants from these, as data to train on (none when ``splits`` leaves out
+    train). An eval measures held-out variants; a round of them would add no training row."""
+    if splits and "train" not in splits:
+        return {}
+    return {(fam, variant, level): c for (fam, variant, level), c in table.items()
+            if fam in FAMILIES and split_for_template(fam, variant) == "train"}
 
 
 def mix_for(store: Store, settings: Settings, families: list[str], *,
@@ -123,6 +126,16 @@ def next_plan(store: Store, settings: Settings, families: list[str], round_numbe
     return plan_with(settings, families, round_number, planned, rel)
 
 
+def check_splits(families: list[str], splits: list[str]) -> None:
+    """A ConfigError naming the families that have no template of ``splits`` (none when it is empty),
+    before a plan is stored: a round of them could write no task."""
+    lacking = [f for f in families if splits and not get_family(f).declared_splits() & set(splits)]
+    if lacking:
+        has = ", ".join(f"{f} {'/'.join(sorted(get_family(f).declared_splits()))}" for f in lacking)
+        raise ConfigError(f"round.splits = {json.dumps(list(splits))}: no template of it in {has}; "
+                          "add a split they have, or leave them out (round.families)")
+
+
 def plan_with(settings: Settings, families: list[str], round_number: int, planned: Planned,
               rel: Release | None) -> Plan:
     """The plan of round ``round_number`` from ``planned``, with the release ``rel``'s sampling plan if given."""
@@ -138,6 +151,7 @@ def plan_with(settings: Settings, families: list[str], round_number: int, planne
     if released is not None:
         episodes, weights, families = released.episodes, released.weights, released.families
         difficulties, reasons, source = released.difficulties, released.reasons, released.source
+    check_splits(families, r.splits)
     return plan_round(
         episodes=episodes,
         rollouts=r.rollouts,

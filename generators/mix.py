@@ -91,7 +91,7 @@ def _family_rule(fam: str, table: dict[tuple, Competence], inputs: MixInputs, ba
                          competence=seen)
     if c.zone == "failing":
         easy = easier_variants(fam, level, inputs.variants)
-        which = f"easier variants {', '.join(easy)}" if easy else "any variant (none measured easier)"
+        which = f"easier variants {', '.join(easy)}" if easy else "any variant (no train variant measured easier)"
         return FamilyMix(fam, FAILURE_WEIGHT, level,
                          f"failing at the lowest level ({seen}): failure curriculum: {which}",
                          curriculum="failure", variants=easy, competence=seen)

@@ -15,6 +15,7 @@ from warehouse.contract import TaskSpec, variant_of
 
 MAX_SEED_TRIES = 8  # gate rejections in a row before the family is reported broken
 MAX_VARIANT_SEEDS = 64  # seeds scanned for one of a curriculum's variants
+SPLIT_SEEDS = 1024  # seeds a slot of some splits only looks through (a split may be 1 template in 25)
 SEED_STRIDE = 1_000_000_007  # between the seeds a slot tries
 
 
@@ -31,7 +32,17 @@ def seed_for(slot: TaskSlot, attempt: int) -> int:
 
 def slot_seeds(slot: TaskSlot) -> list[int]:
     """Every seed :func:`write_slot` may have written the slot's task from."""
-    return [seed_for(slot, a) for a in range(MAX_VARIANT_SEEDS + MAX_SEED_TRIES)]
+    return [seed_for(slot, a) for a in range(SPLIT_SEEDS if slot.splits else MAX_VARIANT_SEEDS + MAX_SEED_TRIES)]
+
+
+def seeds_to_try(family: Family, slot: TaskSlot) -> list[int]:
+    """The seeds :func:`write_slot` tries in order: the slot's own, or with ``slot.splits`` those of its first
+    SPLIT_SEEDS whose template is of one of the splits (told from the seed alone, no task made)."""
+    seeds = slot_seeds(slot)
+    if not slot.splits:
+        return seeds
+    wanted = set(slot.splits)
+    return [s for s in seeds if family.split_of(family.template_for(s)) in wanted][:MAX_VARIANT_SEEDS + MAX_SEED_TRIES]
 
 
 def tasks_of_slots(slots: dict[int, TaskSlot], tasks: Iterable[TaskSpec]) -> dict[int, TaskSpec]:
@@ -54,13 +65,13 @@ def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = N
 
     With ``slot.variants`` set, seeds whose task is another variant are passed over (they are
     not rejections); if none of the first MAX_VARIANT_SEEDS seeds gives one of them, any
-    variant is taken, so a stale curriculum never stops a round. With ``slot.splits`` set, a
-    task of another split is always passed over (a held-out template never slips into the round)."""
-    wanted, splits = set(slot.variants), set(slot.splits)
+    variant is taken, so a stale curriculum never stops a round. With ``slot.splits`` set, only
+    seeds of those splits are tried (:func:`seeds_to_try`): a held-out template never slips into the round."""
+    wanted = set(slot.variants)
     found = gated_tasks(
-        family, slot_seeds(slot), slot.difficulty, writer,
-        passed_over=lambda attempt, task: (bool(splits) and task.split not in splits) or (
-            bool(wanted) and attempt < MAX_VARIANT_SEEDS and variant_of(task.template) not in wanted),
+        family, seeds_to_try(family, slot), slot.difficulty, writer,
+        passed_over=lambda attempt, task: bool(wanted) and attempt < MAX_VARIANT_SEEDS
+        and variant_of(task.template) not in wanted,
         max_rejections=MAX_SEED_TRIES)
     return SlotResult(task=found.tasks[0] if found.tasks else None, tried=found.tried, rejections=found.rejections)
 

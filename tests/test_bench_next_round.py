@@ -4,8 +4,6 @@ plans evenly, and both draw train variants only. The training and the evals are 
 
 from __future__ import annotations
 
-from argparse import Namespace
-
 from bench import bench_real_learner as bench
 from flows.pipeline import plan_eval, run_eval
 from flows.planning import next_plan
@@ -19,10 +17,10 @@ def test_each_mix_of_step_4_plans_as_the_bench_reports_it(tmp_path):
     data = tmp_path / "eval-tuned"
     settings = load_settings(data_dir=data, round={"families": FAMILIES})
     store = Store(data)
-    dev = plan_eval(store, settings, FAMILIES, split="dev", episodes=16)  # the scripted policy stands in
+    args = bench.parser().parse_args([])  # the bench's defaults
+    dev = plan_eval(store, settings, FAMILIES, split="dev", episodes=args.dev)  # the scripted policy stands in
     run_eval(store, settings, dev)  # for the tuned model: what matters is that its dev results are feedback
 
-    args = Namespace(max_tokens=80, max_replies=6, splits="train")
     plans = {}
     for mix, adaptive in bench.MIXES.items():
         (tmp_path / mix).mkdir()
@@ -32,5 +30,7 @@ def test_each_mix_of_step_4_plans_as_the_bench_reports_it(tmp_path):
     aware, uniform = plans["competence-aware"], plans["uniform"]
     assert aware.source == f"feedback {dev.batch}" and set(aware.competence) == set(FAMILIES)
     assert uniform.source == "even" and not uniform.competence and len(set(uniform.weights.values())) == 1
+    assert aware.weights != uniform.weights
+    assert not any("too little evidence" in why for why in aware.reasons.values())  # dev results enough to judge
     for plan in plans.values():
         assert plan.episodes == 60 and all(slot.splits == ["train"] for slot in plan.slots)

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from flows.planning import next_plan
-from flows.stages import write_tasks
+from flows.stages import open_or_resume_round, write_tasks
 from generators.batch_plan import Plan, plan_round
 from generators.phone import families as families_module
 from generators.phone.families.f03_device_order import DeviceOrder
@@ -52,13 +52,32 @@ def test_held_out_and_train_only_rounds_never_share_a_template(tmp_path):
     assert not train & {t.template for t in held}
 
 
+def test_a_rare_split_is_found_for_every_slot():
+    """F01's one challenge variant is about 1 template in 25: each slot still gets a task of it."""
+    plan = plan_round(episodes=40, rollouts=1, families=["F01"], difficulty=1, seed=7, splits=["challenge"])
+    assert len(plan.slots) == 40
+    tasks = _tasks_of(plan)
+    assert len(tasks) == 40 and {t.split for t in tasks} == {"challenge"}
+
+
+def _tasks_of(plan: Plan):
+    from generators.task_batch import write_slots
+
+    return [r.task for r in write_slots(plan.slots, {f: families_module.FAMILIES[f] for f in {s.family for s in plan.slots}})
+            if r.task is not None]
+
+
 def test_reference_demonstrations_of_a_failure_curriculum_keep_the_splits():
-    """A failure curriculum may name held-out variants (what the eval measured): the splits still win."""
+    """plan_round given a curriculum of a held-out variant (the planner no longer makes one): the splits win."""
     plan = plan_round(episodes=8, rollouts=1, families=["F08"], difficulty=1, seed=3, reference_share=0.5,
                       curricula={"F08": {"kind": "failure", "variants": ["sync_alarm"]}}, splits=["train"])
     assert plan.demonstrations["F08"]["episodes"] == 4
     assert all(slot.splits == ["train"] for slot in plan.slots)
     assert Plan.from_dict(plan.to_dict()).slots == plan.slots  # a resumed round reads the same slots
+    stored = plan.to_dict()
+    for slot in stored["slots"]:
+        del slot["splits"]  # a plan stored before round.splits existed resumes as a round of every split
+    assert all(slot.splits == [] for slot in Plan.from_dict(stored).slots)
 
 
 def test_a_curriculum_of_held_out_variants_falls_back_to_train_variants(tmp_path):
@@ -74,6 +93,18 @@ class OnlyTrain(DeviceOrder):
 
     def split_of(self, template: str) -> str:
         return "train"
+
+
+def test_a_family_without_the_split_is_refused_before_a_plan_is_stored(tmp_path, monkeypatch):
+    monkeypatch.setitem(families_module.FAMILIES, "F03", OnlyTrain())
+    settings = load_settings(None, data_dir=tmp_path / "refused", round={"families": FAMILIES, "splits": ["dev", "test"]})
+    with pytest.raises(ConfigError) as err:
+        open_or_resume_round(Store(tmp_path / "refused"), settings)  # what flywheel run does first
+    message = str(err.value)
+    assert message.startswith('round.splits = ["dev", "test"]: no template of it in F03 train;') and "\n" not in message
+    with Store(tmp_path / "refused").session() as s:
+        assert not state.list_rounds(session=s)  # nothing stored: the fixed setting plans afresh
+    assert _plan(tmp_path, "refused", splits=["train", "dev"]).slots
 
 
 def test_a_family_with_no_task_of_the_split_is_a_clear_error_not_a_gate_failure(tmp_path, monkeypatch):
@@ -107,3 +138,21 @@ def test_flywheel_plan_says_which_splits_the_next_round_draws_and_refuses_an_unk
     bad = flywheel("plan", "--data-dir", str(tmp_path / "data"), env=env, cwd=tmp_path)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "round.splits" in bad.stderr, bad.stderr
+
+
+def test_a_round_of_train_variants_collects_every_planned_episode(tmp_path):
+    """Collection finds each slot's task again by the seeds the slot may have drawn (more of them with splits)."""
+    from datetime import UTC, datetime
+
+    from flows import stages
+
+    settings = load_settings(None, data_dir=tmp_path / "d", round={"episodes": 30, "rollouts": 2, "shard_size": 8,
+                                                                   "families": FAMILIES, "splits": ["train"]})
+    store = Store(settings.data_dir)
+    rnd, _ = stages.open_or_resume_round(store, settings)
+    stages.write_tasks(store, rnd.id, rnd.plan)
+    for key in stages.shard_keys(rnd.plan):
+        stages.collect_shard(store, rnd.id, key, settings, started=datetime.now(UTC))
+    firsts = store.duck([rnd.id]).execute(
+        "SELECT e.split, count(*) FROM episodes e JOIN tasks t USING (task_id) WHERE t.session = 1 GROUP BY 1").fetchall()
+    assert firsts == [("train", 30)]

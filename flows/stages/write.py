@@ -53,9 +53,8 @@ def write_tasks(store: Store, round_id: str, plan_data: dict, settings: Settings
             rejections[reason] = rejections.get(reason, 0) + n
         if written.task is None and sum(written.rejections.values()) < MAX_SEED_TRIES:
             raise ConfigError(
-                f"family {slot.family} at level {slot.difficulty} has no task of the split {' or '.join(slot.splits)} "
-                f"in {len(slot_seeds(slot))} seeds (round.splits = {list(slot.splits)}); add a split it has, "
-                "or leave the family out (round.families)")
+                f"family {slot.family} made no task of the split {' or '.join(slot.splits)} from "
+                f"{len(slot_seeds(slot))} seeds (round.splits); add a split it has, or leave it out (round.families)")
         if written.task is None:
             raise ConfigError(
                 f"family {slot.family} at level {slot.difficulty} failed the generation gate {MAX_SEED_TRIES} times "

@@ -111,18 +111,25 @@ class _Steps:
         return StepReport()
 
 
-LINEAR_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # a Llama block's
+def decoder_linear_names(model: Any) -> list[str]:
+    """The names of the linear layers inside the model's decoder layers (``model.layers.N.``), e.g. q_proj."""
+    from torch import nn  # deferred: the train extra
+
+    return sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                   if isinstance(module, nn.Linear) and ".layers." in name})
 
 
 def _adapted_layers(model: Any, top: int) -> dict[str, Any]:
     """LoRA's target: every linear layer, or with ``top`` those of the top ``top`` decoder layers only."""
     if not top:
         return {"target_modules": "all-linear"}
-    layers = int(model.config.num_hidden_layers)
+    layers, names = int(model.config.num_hidden_layers), decoder_linear_names(model)
     if top > layers:
         raise InputError(f"--lora-layers {top}: the model has {layers} decoder layers")
-    return {"target_modules": LINEAR_MODULES, "layers_to_transform": list(range(layers - top, layers)),
-            "layers_pattern": "layers"}
+    if not names:
+        raise InputError(f"--lora-layers {top}: the model has no decoder layers named layers.N (a Llama-like "
+                         "model); leave --lora-layers out to adapt every linear layer")
+    return {"target_modules": names, "layers_to_transform": list(range(layers - top, layers)), "layers_pattern": "layers"}
 
 
 def build_trainer(export: Path, base: Path, config: TrainConfig, work_dir: Path,

@@ -190,6 +190,20 @@ class Family:
         return int(task.private_params.get("knobs", {}).get(knob, task.difficulty))
 
     # -- the public interface ------------------------------------------------
+    def _drawn(self, seed: int) -> tuple[random.Random, str]:
+        """The seed's random stream and the template it draws first (:meth:`make_task` goes on from there)."""
+        rng = random.Random(digest([self.id, "params", seed]))
+        templates = self.all_templates()
+        return rng, templates[rng.randrange(len(templates))]
+
+    def template_for(self, seed: int) -> str:
+        """The template :meth:`make_task` makes from ``seed`` (and so its split), without making the task."""
+        return self._drawn(seed)[1]
+
+    def declared_splits(self) -> set[str]:
+        """The splits this family has a template of."""
+        return {self.split_of(t) for t in self.all_templates()}
+
     def make_task(self, seed: int, difficulty: int = 1, writer: Writer | None = None,
                   knobs: dict[str, int] | None = None, session: int = 1) -> TaskSpec:
         """A complete, verifiable task from a seed; template and params depend on the seed only.
@@ -200,9 +214,7 @@ class Family:
         template, params and split); later sessions are worded from ``<variant>.s<n>.<wording>``.
         """
         writer = writer or TemplateWriter()
-        rng = random.Random(digest([self.id, "params", seed]))
-        templates = self.all_templates()
-        template = templates[rng.randrange(len(templates))]
+        rng, template = self._drawn(seed)
         split = self.split_of(template)
         difficulty = self.max_difficulty if split == "challenge" else max(1, min(self.max_difficulty, int(difficulty)))
         levels = self.knob_levels(difficulty, knobs)
