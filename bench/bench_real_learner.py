@@ -235,7 +235,9 @@ def next_round(work: Path, mix: str, tasks: list[str], args) -> dict:
     if dev_tasks != tasks:
         sys.exit(f"the {mix} eval drew other dev tasks than the first two; its figures cannot be compared")
     return {"round": rnd["round_id"], "release": rel, "source": plan.get("source", ""),
-            "mix": plan.get("weights", {}), "export_rows": export.get("rows"), "training": report, "dev": dev,
+            "mix": plan.get("weights", {}), "curricula": sorted(plan.get("curricula", {})),
+            "demonstrations": {f: d["episodes"] for f, d in sorted(plan.get("demonstrations", {}).items())},
+            "export_rows": export.get("rows"), "training": report, "dev": dev,
             "seconds": time.perf_counter() - start}
 
 
@@ -277,7 +279,10 @@ def next_lines(result: dict) -> list[str]:
     for mix, b in nxt.items():
         shares = ", ".join(f"{f} {w / (sum(b['mix'].values()) or 1):.0%}" for f, w in sorted(b["mix"].items()))
         t = b["training"]
-        lines.append(f"{mix}: planned from {b['source'] or '?'} ({shares}); {t['rows']} train rows, "
+        demos = ", ".join(f"{f} {n}" for f, n in b.get("demonstrations", {}).items())
+        extra = (f"; failure curriculum {', '.join(b['curricula'])}" if b.get("curricula") else "") + (
+            f" (reference demonstrations: {demos})" if demos else "")
+        lines.append(f"{mix}: planned from {b['source'] or '?'} ({shares}){extra}; {t['rows']} train rows, "
                      f"{t['steps']} steps; {b['seconds']:.0f} s")
     return lines
 
