@@ -43,7 +43,9 @@ HELP = ("j/k next/previous step · g then a number: go to that step · w first w
 # its button is ready; keys are clicked one at a time, each once the rerun the one before it
 # started has finished, so a fast ``e v a`` neither loses ``v`` nor approves before it.
 QUIET_MS = 200  # the page has been idle this long: the rerun (and an st.rerun() after it) is over
-START_MS = 2000  # after a click, how long to wait for its rerun to start before giving up on seeing it
+# after a click, how long to wait for its rerun to start before giving up on seeing it: a rerun is seen
+# however fast (the observer keeps old values), so this is only for a loaded host, where one may start late
+START_MS = 8000
 WAIT_MS = 1500  # how long a key waits on an idle page for its button (drawn late, lazily) before it is dropped
 GIVE_UP_MS = 30000  # and at most this long after it was pressed, however busy the page
 GOTO_PAUSE_MS = 1200  # g and digits without Enter: the jump is made this long after the last digit
@@ -64,7 +66,11 @@ _LISTENER = r"""
     var app = document.querySelector('[data-testid="stApp"]');
     if (!app || app === K.app) return;
     K.app = app;
-    new MutationObserver(track).observe(app, { attributes: true, attributeFilter: ['data-test-script-state'] });
+    // a rerun over before this callback ran still left a record whose old value was not 'notRunning'
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { if (r.oldValue && r.oldValue !== 'notRunning') K.sawRun = true; });
+      track();
+    }).observe(app, { attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true });
   }
   function track() {
     if (busy()) { K.sawRun = true; K.idleSince = 0; } else if (!K.idleSince) { K.idleSince = Date.now(); }
