@@ -14,6 +14,9 @@ One process tree, through the real command line wherever a user would use it:
    optimizer steps of 2 rows, whatever the round gave), the
    tuned model served the same way and measured on the same dev tasks (each eval runs in its own
    copy of the data directory as it was after the release, so both draw the same tasks; checked);
+   beside it (``--seen``, outside the target and its minutes), both models on new tasks of the
+   train variants (``flywheel eval --split train``): whether the tuned model learned what it was
+   trained on, which tells a model that learned nothing from one that learned only what it saw;
 4. with ``--next-episodes N``, one more round per mix: competence-aware (planned from the tuned
    model's dev results) and uniform, each released, trained on from the tuned model and measured
    on the same dev tasks (no target; outside the 30 minutes).
@@ -111,7 +114,7 @@ def served(model: Path, name: str, log: Path, threads: int | None):
         proc.wait(timeout=60)
 
 
-def dev_results(data: Path, batch: str) -> tuple[dict[str, tuple[int, int]], list[str]]:
+def eval_results(data: Path, batch: str) -> tuple[dict[str, tuple[int, int]], list[str]]:
     """Per family (successes, episodes) of one eval, and its tasks in order."""
     con = Store(data).duck()
     rows = con.execute("SELECT e.family, e.task_id, o.success FROM episodes e JOIN outcomes o USING (episode_id) "
@@ -123,12 +126,24 @@ def dev_results(data: Path, batch: str) -> tuple[dict[str, tuple[int, int]], lis
     return out, [t for _, t, _ in rows]
 
 
-def evaluate(data: Path, name: str, url: str, args, cwd: Path) -> tuple[dict, list[str], float]:
+def evaluate(data: Path, name: str, url: str, args, cwd: Path, split: str = "dev") -> tuple[dict, list[str], float]:
+    """One eval of ``split`` (``--dev`` tasks, or ``--seen`` of the train split): per family (successes,
+    episodes), its tasks and its seconds."""
     start = time.perf_counter()
-    result = flywheel("eval", "--split", "dev", "-n", str(args.dev), "--families", args.families, "--model", name,
+    n = args.dev if split == "dev" else args.seen
+    result = flywheel("eval", "--split", split, "-n", str(n), "--families", args.families, "--model", name,
                       "--base-url", url, "--data-dir", str(data), "--no-progress", "-c", str(args.config), cwd=cwd)
-    by_family, tasks = dev_results(data, result["batch"])
+    by_family, tasks = eval_results(data, result["batch"])
     return by_family, tasks, time.perf_counter() - start
+
+
+def evaluations(data: Path, name: str, url: str, args, cwd: Path) -> tuple[dict, list[str], float, dict]:
+    """The dev eval, and before it (so that both models draw the same tasks: a train eval is reported only, it
+    moves no level) the ``--seen`` eval on new tasks of the train variants: dev per family, dev tasks, dev
+    seconds, and the seen eval's figures (per family, tasks, seconds; empty with ``--seen 0``)."""
+    seen = dict(zip(("by_family", "tasks", "seconds"), evaluate(data, name, url, args, cwd, "train"),
+                    strict=True)) if args.seen else {}
+    return (*evaluate(data, name, url, args, cwd), seen)
 
 
 def release_round(data: Path, round_id: str, version: str = "v1") -> str:
@@ -173,8 +188,10 @@ def _train(export: Path, base: Path, out: Path, args, epochs: float, steps: int)
                     cwd=out.parent)
 
 
-def _served_eval(model: Path, name: str, data: Path, args) -> tuple[dict, list[str], float]:
+def _served_eval(model: Path, name: str, data: Path, args, seen: bool = False) -> tuple:
     with served(model, name, data.parent / f"serve-{name}.log", args.threads) as url:
+        if seen:
+            return evaluations(data, name, url, args, data.parent)
         return evaluate(data, name, url, args, data.parent)
 
 
@@ -197,17 +214,23 @@ def run(args) -> dict:
         # the data as it was after the release, once per eval (and kept for step 4's evals)
         for copy in ("eval-base", "eval-tuned", *(["after-release"] if args.next_episodes else [])):
             shutil.copytree(data, work / copy)
-        base_dev, base_tasks, seconds["base eval"] = evaluate(work / "eval-base", "base", base_url, args, work)
+        base_dev, base_tasks, seconds["base eval"], base_seen = evaluations(work / "eval-base", "base", base_url,
+                                                                            args, work)
 
     start = time.perf_counter()
     report = _train(work / "export", base, work / "tuned", args, args.epochs, args.max_steps)
     seconds["train"] = time.perf_counter() - start
-    tuned_dev, tuned_tasks, seconds["tuned eval"] = _served_eval(work / "tuned", "tuned", work / "eval-tuned", args)
-    if tuned_tasks != base_tasks:
-        sys.exit("the two evals drew different dev tasks; their figures cannot be compared")
-    seconds["total"] = time.perf_counter() - t0
+    tuned_dev, tuned_tasks, seconds["tuned eval"], tuned_seen = _served_eval(
+        work / "tuned", "tuned", work / "eval-tuned", args, seen=True)
+    if tuned_tasks != base_tasks or tuned_seen.get("tasks") != base_seen.get("tasks"):
+        sys.exit("the two models' evals drew different tasks; their figures cannot be compared")
+    seen_seconds = {f"{who} seen eval": s["seconds"] for who, s in (("base", base_seen), ("tuned", tuned_seen)) if s}
+    seconds["total"] = time.perf_counter() - t0 - sum(seen_seconds.values())  # steps 1-3: what the target times
+    seconds.update(seen_seconds)
     result = {"round": rnd["round_id"], "release": rel, "export_rows": export.get("rows"), "training": report,
               "base": base_dev, "tuned": tuned_dev, "seconds": seconds, "dev_tasks": len(base_tasks),
+              "seen": {"base": base_seen.get("by_family", {}), "tuned": tuned_seen.get("by_family", {}),
+                       "tasks": len(base_seen.get("tasks", []))},
               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     if args.next_episodes:
         result["next"] = {mix: next_round(work, mix, base_tasks, args) for mix in MIXES}
@@ -241,14 +264,20 @@ def next_round(work: Path, mix: str, tasks: list[str], args) -> dict:
             "seconds": time.perf_counter() - start}
 
 
-def report_lines(result: dict) -> list[str]:
-    base, tuned = result["base"], result["tuned"]
-    lines = [f"{'family':<8}{'base':>10}{'tuned':>10}{'points':>9}"]
+def _gains(base: dict, tuned: dict, lines: list[str]) -> dict[str, float]:
+    """Each family's points up (tuned share minus base share), its table rows appended to ``lines``."""
+    lines.append(f"{'family':<8}{'base':>10}{'tuned':>10}{'points':>9}")
     gains = {}
     for family in sorted(set(base) | set(tuned)):
         (bw, bn), (tw, tn) = base.get(family, (0, 0)), tuned.get(family, (0, 0))
         gains[family] = 100 * (tw / tn if tn else 0) - 100 * (bw / bn if bn else 0)
         lines.append(f"{family:<8}{f'{bw}/{bn}':>10}{f'{tw}/{tn}':>10}{gains[family]:>+9.0f}")
+    return gains
+
+
+def report_lines(result: dict) -> list[str]:
+    lines: list[str] = ["dev: held-out variants (the target)"]
+    gains = _gains(result["base"], result["tuned"], lines)
     t = result["training"]
     lines.append(f"training ({t.get('precision', 'fp32')}): {t['steps']} steps on {t['rows']} rows ({t['trained_tokens']:,} of {t['tokens']:,} tokens "
                  f"carry loss), loss {t['losses'][0]:.3f} -> {t['losses'][-1]:.3f}" if t["losses"] else "training: no step")
@@ -258,7 +287,17 @@ def report_lines(result: dict) -> list[str]:
     met = up >= TARGET_FAMILIES and minutes <= TARGET_MINUTES
     lines.append(f"families up >= {TARGET_POINTS} points: {up} of {len(gains)} in {minutes:.1f} min "
                  f"(target: {TARGET_FAMILIES} families within {TARGET_MINUTES} min): {'met' if met else 'NOT met'}")
-    return lines + next_lines(result)
+    return lines + seen_lines(result) + next_lines(result)
+
+
+def seen_lines(result: dict) -> list[str]:
+    """The ``--seen`` evals' figures, when they ran: new tasks of the train variants (no target)."""
+    seen = result.get("seen") or {}
+    if not seen.get("tasks"):
+        return []
+    lines = [f"train: new tasks of the variants trained on ({seen['tasks']} tasks; did it learn them? no target)"]
+    _gains(seen["base"], seen["tuned"], lines)
+    return lines
 
 
 def _share(wins: tuple[int, int] | None) -> str:
@@ -298,6 +337,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--dev", type=int, default=20,
                     help="dev tasks per eval, spread over the families (20: 5 for each of the 4 default families, the "
                          "least evidence the planner judges a family on, so step 4's competence-aware mix follows it)")
+    ap.add_argument("--seen", type=int, default=20,
+                    help="tasks of an eval on new tasks of the train variants (flywheel eval --split train), for the "
+                         "base and the tuned model beside the dev eval: did it learn what it saw? (0: skip)")
     ap.add_argument("--writer", choices=("template", "model"), default="template",
                     help="who words the round's instructions (model: the base model through its server)")
     ap.add_argument("--max-length", type=int, default=1536, help="tokens per training row (F07/F08 rows are ~1,200)")
@@ -334,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--next-episodes {args.next_episodes}: 0 (skip step 4) or more")
     if args.quick:
         args.families, args.episodes, args.dev, args.max_steps, args.grad_accum = "F01", 12, 1, 2, 1
+        args.seen = min(args.seen, 1)
         args.max_replies, args.max_tokens = 2, 48
         args.next_episodes = min(args.next_episodes, 12)
     args.threads = args.threads or None

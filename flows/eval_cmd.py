@@ -1,4 +1,4 @@
-"""``flywheel eval``: run a model in the phone on held-out tasks and record what it did (the eval's
+"""``flywheel eval``: run a model in the phone on fresh tasks of a split and record what it did (the eval's
 stages are declared in flows.pipeline; parse, call, print here)."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from flows.progress import RoundProgress
 
 
 def eval_(
-    split: Annotated[str, typer.Option("--split", help="dev (feeds the planner) or test (reported only).")] = "dev",
+    split: Annotated[str, typer.Option("--split", help="dev (held out, feeds the planner), test (held out, reported only) or train (new tasks of the "
+                                                          "variants trained on: did the model learn them? reported only).")] = "dev",
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Tasks to evaluate, spread over families.")] = 60,
     families: Annotated[str | None, typer.Option("--families", help="Comma-separated family ids (default: all).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model to evaluate at the endpoint (implies --policy openai).")] = None,
@@ -34,8 +35,8 @@ def eval_(
     data_dir: DataDirOpt = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Run a model (or the offline scripted policy) in the phone on held-out dev or test tasks and record the
-    results as feedback; dev results steer the next plan, test results are reported only."""
+    """Run a model (or the offline scripted policy) in the phone on fresh dev, test or train tasks and record
+    the results as feedback; dev results steer the next plan, test and train results are reported only."""
     from flows import model_setup, pipeline, planning, views  # deferred: Prefect, DuckDB and SQLAlchemy
 
     openai_over = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v is not None}

@@ -265,7 +265,8 @@ def print_eval(console: Console, errors: Console, store: Store, plan, result, *,
         table.add_row(r["family"], str(r["difficulty"]), str(r["n"]), f"{r['successes'] / r['n']:.0%}")
     console.print(table)
     said = "was already recorded" if result.already else "recorded"
-    use = "the next plan follows it: flywheel plan" if plan.split == "dev" else "reported only: test results never steer the plan"
+    use = ("the next plan follows it: flywheel plan" if plan.split == "dev"
+           else f"reported only: {plan.split} results never steer the plan")
     console.print(f"{data['results']} results {said} as {plan.batch}; {use}")
 
 

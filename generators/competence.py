@@ -93,9 +93,14 @@ class _Acc:
     per_batch: list[tuple[int, int]] = field(default_factory=list)  # (n, successes), newest first
 
 
+REPORTED_SPLITS = ("test", "train")
+
+
 def is_report(rec: FeedbackRecord) -> bool:
-    """An eval on held-out test tasks: reported, never planned from (the test split stays unseen)."""
-    return rec.source == "eval" and rec.split == "test"
+    """An eval that is reported, never planned from: on held-out test tasks (the test split stays unseen),
+    or on new tasks of the train variants (they say whether a model learned what it was trained on, not
+    how it does on what it never saw: only dev evals steer the plan)."""
+    return rec.source == "eval" and rec.split in REPORTED_SPLITS
 
 
 def batch_order(records: Iterable[FeedbackRecord]) -> list[tuple[str, str]]:
@@ -116,7 +121,7 @@ def competence_table(
     by_variant: bool = False,
 ) -> dict[tuple, Competence]:
     """Competence keyed by (family, difficulty), or (family, variant, difficulty) with
-    ``by_variant``. Results of evals on the ``test`` split are reports, not evidence for the planner."""
+    ``by_variant``. Results of evals on the ``test`` or ``train`` split are reports, not evidence for the planner."""
     rows = [r for r in records if not is_report(r)]
     order = batch_order(rows)
     age = {b: i for i, (b, _) in enumerate(order)}

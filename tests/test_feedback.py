@@ -29,7 +29,7 @@ def _complete_round(store: Store, settings) -> str:
     return rnd.id
 
 
-def test_an_eval_on_dev_tasks_steers_the_next_plan_and_one_on_test_does_not(tmp_path, state_url):
+def test_an_eval_on_dev_tasks_steers_the_next_plan_and_those_on_test_and_train_do_not(tmp_path, state_url):
     settings = load_settings(data_dir=tmp_path / "d", state_url=state_url, round={"episodes": 60, "rollouts": 2})
     store = Store(settings.data_dir, settings.state_url)
     _complete_round(store, settings)
@@ -38,17 +38,22 @@ def test_an_eval_on_dev_tasks_steers_the_next_plan_and_one_on_test_does_not(tmp_
     families = stages.selected_families(settings)
     even = next_plan(store, settings, families, 2)
     assert len(set(even.weights.values())) == 1
-    with pytest.raises(InputError, match="never evaluated as if held out"):
-        plan_eval(store, settings, families, split="train", episodes=10)
-    # A test eval is recorded and reported, but the plan does not move.
-    test = plan_eval(store, settings, families, split="test", episodes=30)
-    assert {t.split for t in test.tasks} == {"test"}
-    assert run_eval(store, settings, test).imported == len(test.tasks)
-    assert next_plan(store, settings, families, 2).weights == even.weights
+    with pytest.raises(InputError, match=r"--split 'challenge': evaluate on dev .*, test .* or train"):
+        plan_eval(store, settings, families, split="challenge", episodes=10)
+    round_tasks = {r[0] for r in store.duck(["r0001"]).execute("SELECT task_id FROM tasks").fetchall()}
+    # A test eval and a train eval (new tasks of the trained variants: did the model learn them?) are
+    # recorded and reported, but the plan does not move.
+    for split in ("test", "train"):
+        held = plan_eval(store, settings, families, split=split, episodes=30)
+        assert {t.split for t in held.tasks} == {split} and held.tasks
+        assert not round_tasks & {t.task_id for t in held.tasks}  # fresh tasks, never the round's own
+        assert run_eval(store, settings, held).imported == len(held.tasks)
+        assert store.duck().execute("SELECT DISTINCT split FROM feedback WHERE batch = ?",
+                                    [held.batch]).fetchall() == [(split,)]
+        assert next_plan(store, settings, families, 2).weights == even.weights
     # A dev eval: fresh dev tasks only (none of the round's), results with failure types.
     dev = plan_eval(store, settings, families, split="dev", episodes=60)
     assert {t.split for t in dev.tasks} == {"dev"} and len(dev.tasks) == 60 - 10 * len(dev.missing)
-    round_tasks = {r[0] for r in store.duck(["r0001"]).execute("SELECT task_id FROM tasks").fetchall()}
     assert not round_tasks & {t.task_id for t in dev.tasks}
     result = run_eval(store, settings, dev)
     assert (result.batch, result.imported) == (dev.batch, len(dev.tasks))

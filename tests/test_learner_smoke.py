@@ -118,16 +118,22 @@ def test_the_bench_trains_two_steps_serves_both_models_and_plays_each_a_verified
     assert 0 < training["trained_tokens"] < training["tokens"] and training["release"]
     assert json.loads((work / "tuned" / "training.json").read_text())["steps"] == 2
     assert not list(work.glob(".tuned.tmp-*"))  # the model folder was published whole
-    for side in ("base", "tuned"):  # one dev episode each, the same task, decided by the verifier
+    assert result["seen"]["tasks"] == 1
+    for side in ("base", "tuned"):  # one dev and one seen-variant episode each, the same tasks, the verifier decides
         assert sum(n for _, n in result[side].values()) == 1
+        assert sum(n for _, n in result["seen"][side].values()) == 1
         con = Store(work / f"eval-{side}").duck()
-        (episode, policy, success), = con.execute(
-            "SELECT e.episode_id, e.policy, o.success FROM episodes e JOIN outcomes o USING (episode_id) "
-            "WHERE e.round_id LIKE 'eval-%'").fetchall()
-        assert policy == f"openai:{side}" and success in (True, False)
-        assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ? AND actor = 'planner'",
-                           [episode]).fetchone()[0] >= 1  # the model played
+        played = con.execute(
+            "SELECT e.episode_id, e.policy, o.success, f.split FROM episodes e JOIN outcomes o USING (episode_id) "
+            "JOIN feedback f ON f.batch = e.round_id AND f.task_id = e.task_id WHERE e.round_id LIKE 'eval-%'"
+            ).fetchall()
+        assert sorted(split for *_, split in played) == ["dev", "train"]
+        for episode, policy, success, _ in played:
+            assert policy == f"openai:{side}" and success in (True, False)
+            assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ? AND actor = 'planner'",
+                               [episode]).fetchone()[0] >= 1  # the model played
     assert any(line.startswith("families up >= 20 points:") for line in table)
+    assert any(line.startswith("train: new tasks of the variants trained on (1 tasks") for line in table)
 
 
 def test_the_servers_prefix_cache_reads_only_whats_new_and_changes_no_reply(base_model):

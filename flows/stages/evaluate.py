@@ -1,7 +1,9 @@
 """The stages of an eval: plan-eval, write, collect, record (see flows.pipeline).
 
-Tasks are drawn fresh from the ``dev`` split (fed to the planner) or the ``test`` split
-(reported, never planned from); train tasks are never evaluated as if held out. Each
+Tasks are drawn fresh from the ``dev`` split (fed to the planner), the ``test`` split
+(reported, never planned from) or the ``train`` split: new tasks of the variants a model was
+trained on, which say whether it learned them (reported, never planned from: they are not
+held out, so they never stand in for a held-out measure). Each
 family is evaluated at the level the planner would train it at next. The eval's
 episodes are committed shard by shard under the eval's own id (never a round, so never
 training data), model replies are journaled, so a killed eval rerun repeats no committed
@@ -28,7 +30,7 @@ from warehouse.query import iter_records
 from warehouse.settings import Settings
 from warehouse.store import Store
 
-EVAL_SPLITS = ("dev", "test")
+EVAL_SPLITS = ("dev", "test", "train")
 EVAL_SEED = 9_100_003  # eval seeds live apart from the rounds' seeds
 
 
@@ -55,8 +57,8 @@ def plan_levels(store: Store, settings: Settings, families: list[str], *, split:
                 tag: str = "") -> EvalPlan:
     """Stage plan-eval: the eval's batch id and each family's level (its tasks are not written yet)."""
     if split not in EVAL_SPLITS:
-        raise InputError(f"--split {split!r}: evaluate on dev (feeds the planner) or test (reported only); "
-                         "train tasks are never evaluated as if held out")
+        raise InputError(f"--split {split!r}: evaluate on dev (feeds the planner), test (held out, reported only) "
+                         "or train (new tasks of the trained variants, reported only)")
     model = eval_model_name(settings)
     seed = settings.round.seed
     # The same eval (model, split, size, seed, families, tag) planned again -- a rerun after a kill, or
