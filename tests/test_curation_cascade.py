@@ -333,18 +333,29 @@ def test_a_round_curated_a_chunk_of_tasks_at_a_time_gets_the_marks_it_gets_at_on
     src = ep.drop_duplicates("task_id").iloc[:3]
     copies = src.assign(episode_id=["zz-copy-" + e for e in src["episode_id"]],
                         task_id=["zz-task-" + t for t in src["task_id"]])
-    inp.episodes = pd.concat([ep, copies], ignore_index=True).sort_values("episode_id", ignore_index=True)
+    # and one near copy (its summary reworded) of an episode in the first chunk
+    near_src = src.iloc[:1]
+    near_copy = near_src.assign(episode_id="zz-near-" + near_src["episode_id"],
+                                task_id="zz-near-" + near_src["task_id"])
+    inp.episodes = pd.concat([ep, copies, near_copy], ignore_index=True).sort_values("episode_id", ignore_index=True)
     tasks = task_lookup(store.duck(), round_id)
-    inp.tasks = {**tasks.specs(), **{c: tasks[t] for c, t in zip(copies["task_id"], src["task_id"])}}
+    inp.tasks = {**tasks.specs(), **{c: tasks[t] for c, t in zip([*copies["task_id"], *near_copy["task_id"]],
+                                                                  [*src["task_id"], *near_src["task_id"]])}}
     read, original = [], inp.steps_of
+
+    def reworded(frame):
+        last = frame["index"] == frame.groupby("episode_id")["index"].transform("max")
+        args = [json.dumps({**json.loads(a), "summary": "All done as you asked, thanks."}) if end else a
+                for a, end in zip(frame["action_arguments"], last)]
+        return frame.assign(action_arguments=args)
 
     def steps_of(ids):  # a copy's steps are its original's
         read.append(len(ids))
         wanted = set(ids)
-        steps = original(sorted({i.removeprefix("zz-copy-") for i in ids}))
-        copied = steps[("zz-copy-" + steps["episode_id"]).isin(wanted)].assign(
-            episode_id=lambda f: "zz-copy-" + f["episode_id"])
-        steps = pd.concat([steps[steps["episode_id"].isin(wanted)], copied])
+        steps = original(sorted({i.removeprefix("zz-copy-").removeprefix("zz-near-") for i in ids}))
+        copied = [steps[(prefix + steps["episode_id"]).isin(wanted)].assign(
+            episode_id=lambda f, p=prefix: p + f["episode_id"]) for prefix in ("zz-copy-", "zz-near-")]
+        steps = pd.concat([steps[steps["episode_id"].isin(wanted)], copied[0], reworded(copied[1])])
         return steps.sort_values(["episode_id", "index"], ignore_index=True)
 
     inp.steps_of = steps_of
@@ -365,6 +376,7 @@ def test_a_round_curated_a_chunk_of_tasks_at_a_time_gets_the_marks_it_gets_at_on
     near = chunked[(chunked["check"] == "near_duplicate") & (chunked["mark"] == "near_duplicate")]
     pairs = [(e, json.loads(d)["duplicate_of"]) for e, d in zip(near["episode_id"], near["detail"])]
     assert any(chunk_of[a] != chunk_of[b] for a, b in pairs)
+    assert (near_copy["episode_id"].iloc[0], near_src["episode_id"].iloc[0]) in pairs
 
 
 def test_a_round_curated_in_chunks_streams_its_marks_and_is_heard_after_each_chunk(curated, tmp_path, monkeypatch):

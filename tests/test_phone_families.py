@@ -47,7 +47,8 @@ def test_task_shape(fid):
     family = get_family(fid)
     task = family.make_task(11, 2)
     assert task == family.make_task(11, 2)  # deterministic from the seed
-    assert task.task_id == task_id(fid, task.template, 11, task.difficulty)  # challenge variants: hardest
+    revised = f"@r{family.revision}" if family.revision else ""  # a family whose seeds make other tasks now
+    assert task.task_id == task_id(fid, task.template + revised, 11, task.difficulty)  # challenge variants: hardest
     assert task.difficulty == (3 if task.split == "challenge" else 2)
     assert task.split == split_for_template(fid, task.template)
     assert 8 <= len(task.tools) <= 15
@@ -88,3 +89,24 @@ def test_generation_gate_keeps_good_tasks_and_names_reasons(fid):
     broken = family.make_task(0, 1)
     broken.requirements = [r for r in broken.requirements if r.noop_passes]  # only checks doing nothing passes
     assert gate_reason(family, broken) == "noop_passes"
+
+
+def test_device_changes_come_in_many_orders_and_no_task_crosses_a_split():
+    """F03's tasks of one scenario ask for its changes in orders of their own (so a round holds more than a
+    handful of distinct trajectories), each opened by its scenario's own first change: no task of one
+    split asks for what a task of another split asks for."""
+    family = get_family("F03")
+    asked: dict[tuple, set[str]] = {}
+    orders: dict[str, set[tuple]] = {}
+    for seed in range(400):
+        task = family.make_task(seed, 3)
+        changes = tuple((c["setting"], c["value"]) for c in task.public_params["changes"])
+        asked.setdefault(tuple(s for s, _ in changes), set()).add(task.split)
+        orders.setdefault(task.template.split(".")[0], set()).add(tuple(s for s, _ in changes))
+        if seed % 10 == 0:  # and the order asked is the order the verifier holds it to
+            assert run(task, family.reference_actions(task))[0][1], task.task_id
+            calls = [a for a in family.reference_actions(task) if a.kind == "tool_call"]
+            swapped = [*calls[1:2], *calls[:1], *calls[2:], finish()]
+            assert not run(task, swapped)[0][1], task.task_id
+    assert all(len(o) >= 4 for o in orders.values()), {v: len(o) for v, o in orders.items()}
+    assert all(len(splits) == 1 for splits in asked.values())

@@ -25,7 +25,7 @@ from warehouse.ids import digest, task_id
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
 
-GENERATOR_VERSION = "0.3"  # 0.3: splits by variant, challenge split
+GENERATOR_VERSION = "0.4"  # 0.3: splits by variant, challenge split; 0.4: F03 revision 1
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 MIN_TOOLS = 10  # never so few that the right tool is obvious
@@ -137,6 +137,9 @@ class Family:
     sessions: int = 1  # sessions of one scenario (they share the user's memory)
     knobs: dict[str, str] = {}  # what difficulty changes, for docs and the planner
     apart: tuple[Variant, ...] = ()  # variants with hooks of their own (their templates are added)
+    # bumped when the same seed comes to make another task: a task's id is its content's name, so the
+    # ids move with it and a recorded round's task is never confused with a new one under its id
+    revision: int = 0
     hard_claims: bool = False  # a claim citing a fact no call returned fails the task, not only costs progress
 
     # -- hooks --------------------------------------------------------------
@@ -224,7 +227,8 @@ class Family:
         private["knobs"] = levels
         # a knob set apart from the difficulty builds another world, so it is another task
         moved = ",".join(f"{k}={v}" for k, v in sorted(levels.items()) if v != difficulty)
-        first = task_id(self.id, f"{template}+{moved}" if moved else template, seed, difficulty)
+        key = (f"{template}+{moved}" if moved else template) + (f"@r{self.revision}" if self.revision else "")
+        first = task_id(self.id, key, seed, difficulty)
         variant, _, wording = template.partition(".")
         task = TaskSpec(
             task_id=first if session == 1 else f"{first}-s{session}", scenario_id=first if self.sessions > 1 else "",
