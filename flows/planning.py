@@ -195,13 +195,13 @@ def plan_view(store: Store, settings: Settings, families: list[str], *, use_rele
     """What ``flywheel plan --json`` prints: competence and the plan, each number with its reason."""
     planned = planned_from(store, settings, families)
     plan = next_plan(store, settings, families, next_round_number(store), use_release=use_release, planned=planned)
-    return plan_data(planned.batch, planned.competence, plan)
+    return plan_data(planned, plan)
 
 
 def shown_plan(store: Store, settings: Settings, families: list[str]) -> dict:
     """``flywheel plan``: :func:`plan_view` of the next round, the planner's proposal stored on the way."""
     plan, planned = plan_and_proposal(store, settings, families, next_round_number(store))
-    return plan_data(planned.batch, planned.competence, plan)
+    return plan_data(planned, plan)
 
 
 def refresh_stored_proposal(settings: Settings) -> None:
@@ -234,17 +234,26 @@ def refresh_proposal(store: Store, settings: Settings, families: list[str]) -> d
 
 def store_proposal(store: Store, planned: Planned, plan: Plan) -> dict:
     """Store ``plan`` as the planner's proposal, with the competence history; returns what was stored."""
-    data = plan_data(planned.batch, planned.competence, plan)
+    data = plan_data(planned, plan)
     data["history"] = competence_history(planned.records)
     with store.session() as s:
         state.save_proposal(session=s, data=data)
     return data
 
 
-def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
+def reported_batches(records: list[FeedbackRecord]) -> list[dict[str, Any]]:
+    """The evals recorded as reports (on test or train tasks), newest first: they never steer a plan."""
+    counts = Counter((r.batch, r.split, r.model) for r in records if is_report(r))
+    order = {b: i for i, (b, _) in enumerate(batch_order(r for r in records if is_report(r)))}
+    return [{"batch": b, "split": split, "model": model, "results": n}
+            for (b, split, model), n in sorted(counts.items(), key=lambda kv: order[kv[0][0]])]
+
+
+def plan_data(planned: Planned, plan) -> dict[str, Any]:
     """What ``flywheel plan`` shows: competence per family and level (merged over every
     feedback batch, with its uncertainty), and exactly the plan the next round would run,
-    each family's numbers with the reason for them."""
+    each family's numbers with the reason for them; and the evals reported beside it."""
+    batch, competence = planned.batch, planned.competence
     levels: dict[str, int] = {}
     episodes: dict[str, int] = {}
     for slot in plan.slots:
@@ -273,6 +282,7 @@ def plan_data(batch: str | None, competence: dict, plan) -> dict[str, Any]:
         ],
         "demonstrations": dict(plan.demonstrations),
         "reports": list(plan.reports),
+        "reported_evals": reported_batches(planned.records),
     }
 
 

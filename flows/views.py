@@ -225,7 +225,12 @@ def print_plan(console: Console, data: dict[str, Any]) -> None:
                           f"{c['sd'] * 100:.0f}", str(c["batches"]), c["zone"])
         console.print(table)
     else:
-        console.print("No feedback yet: the next round explores every family evenly.")
+        console.print("No dev feedback yet: the next round explores every family evenly.")
+    reported = data.get("reported_evals") or []
+    if reported:
+        shown = ", ".join(f"{r['batch']} ({r['model']} on {r['split']}, {r['results']} results)" for r in reported[:3])
+        more = f" and {len(reported) - 3} more" if len(reported) > 3 else ""
+        console.print(f"Reported only, never planned from: {shown}{more}", highlight=False, markup=False)
     only = f" of {' and '.join(data['splits'])} variants" if data.get("splits") else ""
     table = Table(title=f"Next round: {data['episodes']} episodes{only}, mix from {data['source']}", box=box.SIMPLE_HEAD)
     for col in ("family", "share", "episodes", "level", "why"):

@@ -6,11 +6,13 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from rich.console import Console
 
 from flows import stages
 from flows.pipeline import plan_eval, run_eval
-from flows.planning import next_plan
+from flows.planning import next_plan, plan_view
 from flows.stages.feedback import import_feedback
+from flows.views import print_plan
 from generators.batch_plan import Plan
 from tests.conftest import cli_env, flywheel
 from warehouse.errors import InputError
@@ -43,14 +45,24 @@ def test_an_eval_on_dev_tasks_steers_the_next_plan_and_those_on_test_and_train_d
     round_tasks = {r[0] for r in store.duck(["r0001"]).execute("SELECT task_id FROM tasks").fetchall()}
     # A test eval and a train eval (new tasks of the trained variants: did the model learn them?) are
     # recorded and reported, but the plan does not move.
+    reported = {}
     for split in ("test", "train"):
         held = plan_eval(store, settings, families, split=split, episodes=30)
+        reported[split] = len(held.tasks)
         assert {t.split for t in held.tasks} == {split} and held.tasks
         assert not round_tasks & {t.task_id for t in held.tasks}  # fresh tasks, never the round's own
         assert run_eval(store, settings, held).imported == len(held.tasks)
         assert store.duck().execute("SELECT DISTINCT split FROM feedback WHERE batch = ?",
                                     [held.batch]).fetchall() == [(split,)]
         assert next_plan(store, settings, families, 2).weights == even.weights
+    # flywheel plan says they are there and do not steer it (not "no feedback yet")
+    shown = plan_view(store, settings, families)
+    assert not shown["competence"]
+    assert [(r["split"], r["results"]) for r in shown["reported_evals"]] == [("train", reported["train"]),
+                                                                             ("test", reported["test"])]
+    console = Console(record=True, width=200)
+    print_plan(console, shown)
+    assert f"Reported only, never planned from: {held.batch} (" in console.export_text()
     # A dev eval: fresh dev tasks only (none of the round's), results with failure types.
     dev = plan_eval(store, settings, families, split="dev", episodes=60)
     assert {t.split for t in dev.tasks} == {"dev"} and len(dev.tasks) == 60 - 10 * len(dev.missing)
