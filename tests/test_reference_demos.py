@@ -175,6 +175,7 @@ def test_a_reference_demonstration_reaches_sft_only_when_approved(world, tmp_pat
     _, store, rid, _, extra_id = world
     sound = [eid for (eid,) in store.duck([rid]).execute(
         "SELECT e.episode_id FROM episodes e JOIN marks m USING (episode_id) WHERE e.policy = ? AND e.episode_id <> ? "
+        "AND e.split = 'train' "  # a held-out split's episode is never a training row, approved or not
         "GROUP BY 1 HAVING bool_and(m.passed OR m.\"check\" IN ('routing', 'pii')) ORDER BY 1",
         [REFERENCE_POLICY, extra_id]).fetchall()]
     assert len(sound) >= 2, "two demonstrations that curation finds sound"

@@ -7,6 +7,8 @@ Order matters physically too: airplane mode switches Wi-Fi and Bluetooth off, so
 from __future__ import annotations
 
 import random
+from functools import cache
+from itertools import permutations
 from typing import Any
 
 from generators.phone.apps.device import DEFAULTS
@@ -14,16 +16,34 @@ from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
 from warehouse.contract import Action, Requirement, TaskSpec
 
-# per scenario, the changes in the order people ask for them; levels are (low, high) ranges
+# per scenario, the changes people ask for (in any order, any 2, 3 or all 4 of them); levels are (low, high) ranges
 SCENARIOS: dict[str, list[tuple[str, Any]]] = {
     "flight": [("airplane_mode", True), ("wifi", True), ("bluetooth", True), ("brightness", (30, 60))],
     "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", False), ("brightness", (20, 45))],
     "bedtime": [("brightness", (5, 25)), ("do_not_disturb", True), ("volume_alarm", (80, 100)), ("wifi", False)],
     "drive": [("bluetooth", True), ("do_not_disturb", True), ("volume_media", (60, 90)), ("brightness", (75, 100))],
-    # cinema (test) starts apart from meeting (train): at two changes they once were the same task
     "cinema": [("mobile_data", False), ("do_not_disturb", True), ("volume_ring", (0, 0)), ("brightness", (5, 20))],
     "saver": [("battery_saver", True), ("flashlight", False), ("brightness", (10, 30)), ("bluetooth", False)],
 }
+SPLITS = {"flight": "train", "meeting": "train", "drive": "train", "bedtime": "dev", "cinema": "test",
+          "saver": "challenge"}
+
+
+def _kind(spec: Any) -> Any:
+    """What a change sets, as far as telling tasks apart goes: a switch's value, or any level."""
+    return "level" if isinstance(spec, tuple) else spec
+
+
+@cache
+def orders(variant: str, count: int) -> tuple[tuple[int, ...], ...]:
+    """The orders (indices into the scenario) of ``count`` of ``variant``'s changes that no scenario of
+    another split could ask for too: a set of changes that fits inside another split's scenario (the same
+    switches the same way, levels of the same settings) is left out, so no task crosses a split however
+    its changes are ordered."""
+    changes = SCENARIOS[variant]
+    others = [{(name, _kind(spec)) for name, spec in SCENARIOS[v]} for v in SCENARIOS if SPLITS[v] != SPLITS[variant]]
+    return tuple(order for order in permutations(range(len(changes)), count)
+                 if not any({(changes[i][0], _kind(changes[i][1])) for i in order} <= other for other in others))
 
 
 def action_for(setting: str, value: Any) -> Action:
@@ -45,18 +65,17 @@ class DeviceOrder(Family):
     tools = ("device_get_settings", "device_check_connectivity", "device_set_wifi", "device_set_bluetooth",
              "device_set_airplane_mode", "device_set_mobile_data", "device_set_do_not_disturb",
              "device_set_volume", "device_set_brightness", "device_set_battery_saver", "device_set_flashlight", "alarms_list", "alarms_create")
-    splits = {"flight": "train", "meeting": "train", "drive": "train", "bedtime": "dev", "cinema": "test",
-              "saver": "challenge"}
+    splits = SPLITS
     knobs = {"horizon": "changes 2/3/4"}
-    revision = 1  # 1: a scenario's later changes come in an order of the seed's (they were in a fixed one)
+    # 1: a scenario's later changes came in an order of the seed's; 2: any of its changes in any order
+    revision = 2
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         changes, initial = [], {}
-        # the scenario's first change opens every task of it (no two scenarios share one, so no task of
-        # one split is a task of another); the others come in an order of the user's own
-        first, *others = SCENARIOS[variant]
-        rng.shuffle(others)
-        for setting, spec in [first, *others][: 1 + levels["horizon"]]:
+        # no fixed first change to learn a scenario by: the user's words are all that say which comes first
+        possible = orders(variant, 1 + levels["horizon"])
+        for i in possible[rng.randrange(len(possible))]:
+            setting, spec = SCENARIOS[variant][i]
             if isinstance(spec, tuple):
                 value = rng.randint(*spec)
                 # start far enough away that the change is visible, inside 0..100
@@ -64,7 +83,7 @@ class DeviceOrder(Family):
             else:
                 value, initial[setting] = spec, not spec
             changes.append({"setting": setting, "value": value})
-        if initial.get("wifi") is False and changes[0]["setting"] == "airplane_mode":
+        if initial.get("wifi") is False and any(c["setting"] == "airplane_mode" for c in changes):
             initial["mobile_data"] = True  # so the phone is online before the flight
         return {"changes": changes}, {"variant": variant, "device_settings": {**DEFAULTS, **initial},
                                       "user_facts": {}}
