@@ -61,7 +61,8 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     listed = _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path))
     assert listed == {"reviewers": [{"name": "ana", "role": "lead", "active": True}]}
 
-    (episode_id,) = store.duck().execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()
+    # an episode of the round (the data directory also holds the eval's episodes, which nobody reviews)
+    (episode_id,) = store.duck([round_id]).execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()
     decided = subprocess.run([flywheel_executable(), "decide", episode_id, "--reviewer", "ana", "--decision", "reject",
                               "--reason", "wrong_result", "--first-wrong-step", "1", "--recovered", "--password-stdin",
                               "--json", *d], input="s3cret-pass\n", env=env, cwd=tmp_path, capture_output=True,

@@ -79,4 +79,7 @@ def test_an_eval_over_a_model_endpoint_is_stored_and_is_what_the_plan_reads(tmp_
     stored = store.duck().execute("SELECT count(*) FROM feedback WHERE batch = ? AND split = 'test'",
                                   [test["batch"]]).fetchone()[0]
     assert stored == test["results"] > 0
-    assert _json("plan", cwd=tmp_path, env=env) == after
+    later = _json("plan", cwd=tmp_path, env=env)
+    assert later["reported_evals"] == [{"batch": test["batch"], "split": "test", "model": f"openai:{MODEL}",
+                                        "results": test["results"]}]  # listed beside the plan, never planned from
+    assert {**later, "reported_evals": []} == after
