@@ -36,7 +36,10 @@ def round_of(store: Store, episode_id: str) -> str:
     found = warehouse_cursor(store, rounds).execute(
         "SELECT round_id FROM episodes WHERE episode_id = ? LIMIT 1", [episode_id]).fetchone() if rounds else None
     if found is None:
-        raise InputError(f"no episode {episode_id!r} in any round; nothing recorded")
+        evaluated = warehouse_cursor(store, None).execute(
+            "SELECT round_id FROM episodes WHERE episode_id = ? LIMIT 1", [episode_id]).fetchone()
+        why = f" (it is an episode of eval {evaluated[0]}: evals are measured, not reviewed)" if evaluated else ""
+        raise InputError(f"no episode {episode_id!r} in any round{why}; nothing recorded")
     return found[0]
 
 

@@ -61,6 +61,14 @@ def test_export_feedback_eval_import_and_reviewers_speak_json(tmp_path):
     listed = _json(flywheel("reviewer", "list", "--json", *d, env=env, cwd=tmp_path))
     assert listed == {"reviewers": [{"name": "ana", "role": "lead", "active": True}]}
 
+    # an eval's episode is refused, and said to be one
+    (eval_episode,) = store.duck([evaluated["batch"]]).execute("SELECT episode_id FROM episodes LIMIT 1").fetchone()
+    refused = subprocess.run([flywheel_executable(), "decide", eval_episode, "--reviewer", "ana", "--decision", "approve",
+                              "--password-stdin", *d], input="s3cret-pass\n", env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and refused.stderr == (f"error: no episode {eval_episode!r} in any round (it is an "
+                                                          f"episode of eval {evaluated['batch']}: evals are measured, "
+                                                          f"not reviewed); nothing recorded\n")
     # an episode of the round (the data directory also holds the eval's episodes, which nobody reviews)
     (episode_id,) = store.duck([round_id]).execute("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").fetchone()
     decided = subprocess.run([flywheel_executable(), "decide", episode_id, "--reviewer", "ana", "--decision", "reject",
