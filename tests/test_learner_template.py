@@ -71,6 +71,18 @@ def test_the_template_renders_a_call_the_parser_reads_back_and_marks_only_the_as
     assert _render([*messages[:2], {**messages[2], "tool_calls": [as_string]}, messages[3]], TOOLS)[0] == text
 
 
+def test_an_argument_of_a_few_values_shows_them_so_the_model_can_read_them():
+    """The phone's own volume tool: 'the alarm volume' must be readable as stream alarm, not guessed."""
+    from generators.phone.tools import openai_tool_schemas
+
+    tools = openai_tool_schemas(["device_set_volume", "device_grant_permission", "device_set_wifi"])
+    text, _ = _render([{"role": "user", "content": "Alarm volume to 90"}], tools)
+    assert "- device_set_volume(stream: ring|media|alarm, level: integer): " in text
+    assert "device_grant_permission(permission: " + "|".join(tools[1]["function"]["parameters"]["properties"]
+                                                           ["permission"]["enum"]) + ")" in text
+    assert "- device_set_wifi(enabled: boolean): " in text
+
+
 def test_the_template_renders_every_row_of_a_trl_export_and_trains_only_its_agent_turns(tmp_path: Path):
     pytest.importorskip("transformers")
     store, _ = build_round(tmp_path / "data", episodes=30, rollouts=1)

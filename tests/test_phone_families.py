@@ -112,3 +112,20 @@ def test_device_changes_come_in_many_orders_and_no_task_crosses_a_split():
     assert all(len(o) >= 8 and len({c[0] for c in o}) >= 2 for o in orders.values()), orders
     crossing = {c: splits for c, splits in asked.items() if len(splits) > 1}
     assert not crossing
+    # train asks for some switches on and for the same switches off: only the words say which
+    trained = {(setting, value) for c, splits in asked.items() if "train" in splits for setting, value in c}
+    assert {s for s in ("do_not_disturb", "wifi", "bluetooth") if {(s, True), (s, False)} <= trained} == {
+        "do_not_disturb", "wifi", "bluetooth"}
+
+
+@pytest.mark.parametrize("fid", ["F03", "F07", "F08"])
+def test_a_dev_variant_needs_no_tool_its_train_variants_never_call(fid):
+    """Dev asks a model to carry what it learned to a held-out variant (the real learner's bench): the
+    variant is new, its tools are not. F08's dev alarm sync has a train alarm sync of another routine."""
+    family = get_family(fid)
+    called: dict[str, set[str]] = {"train": set(), "dev": set()}
+    for seed in range(200):
+        task = family.make_task(seed, 1 + seed % 3)
+        if task.split in called:
+            called[task.split] |= {a.tool for a in family.reference_actions(task)}
+    assert called["dev"] and not called["dev"] - called["train"]

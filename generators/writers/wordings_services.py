@@ -22,6 +22,10 @@ WORDINGS: dict[str, dict[str, str]] = {
         "usual_brightness.direct": "Set the screen to the brightness I like for reading.",
         "usual_brightness.casual": "I'm going to read for a bit, can you set the brightness how I like it?",
         "usual_brightness.terse": "Brightness: my reading level",
+        "usual_cafe.direct": "Put coffee with {friend} at my favourite cafe in my calendar on {day} at {time}.",
+        "usual_cafe.casual": "Meeting {friend} for coffee on {day} at {time}, at my favourite cafe. Can you put it in "
+                             "my calendar?",
+        "usual_cafe.terse": "Calendar: coffee with {friend}, favourite cafe, {day} {time}",
     },
     "F08": {
         "correct_in_place.direct": "You have my shoe size wrong. It's {new_value}; fix it.",
@@ -48,6 +52,11 @@ WORDINGS: dict[str, dict[str, str]] = {
         "forget_alarm.direct": "I've stopped the medication. Forget my medication time and delete its alarm.",
         "forget_alarm.casual": "Done with those pills! You can forget when I take them, and drop the alarm too.",
         "forget_alarm.terse": "Forget: medication time; delete its alarm",
+        "sync_school_run.direct": "The school run starts at {new_value} now. Update that, keeping the history, "
+                                  "and move my school run alarm to match.",
+        "sync_school_run.casual": "We leave for school at {new_value} from now on. Can you note it (keep the old time "
+                                  "on record) and fix the school run alarm too?",
+        "sync_school_run.terse": "School run time now {new_value} (supersede); sync the alarm",
     },
     "F09": {
         "allergy.direct": "Remember that {full_name} is allergic to {allergen}.",

@@ -25,7 +25,7 @@ from warehouse.ids import digest, task_id
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
 
-GENERATOR_VERSION = "0.4"  # 0.3: splits by variant, challenge split; 0.4: F03 revision 2
+GENERATOR_VERSION = "0.5"  # 0.3: splits by variant, challenge split; 0.4: F03 revision 2; 0.5: F07, F08 train variants
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 MIN_TOOLS = 10  # never so few that the right tool is obvious

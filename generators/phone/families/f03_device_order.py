@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from itertools import permutations
+from itertools import permutations, product
 from typing import Any
 
 from generators.phone.apps.device import DEFAULTS
@@ -16,12 +16,13 @@ from generators.phone.families.base import Family, call, finish
 from generators.phone.world import World
 from warehouse.contract import Action, Requirement, TaskSpec
 
+EITHER = "on or off"  # a switch people ask to turn on or off, as it suits them: only the words say which
 # per scenario, the changes people ask for (in any order, any 2, 3 or all 4 of them); levels are (low, high) ranges
 SCENARIOS: dict[str, list[tuple[str, Any]]] = {
-    "flight": [("airplane_mode", True), ("wifi", True), ("bluetooth", True), ("brightness", (30, 60))],
-    "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", False), ("brightness", (20, 45))],
+    "flight": [("airplane_mode", True), ("wifi", EITHER), ("bluetooth", EITHER), ("brightness", (30, 60))],
+    "meeting": [("do_not_disturb", True), ("volume_ring", (0, 0)), ("bluetooth", EITHER), ("brightness", (20, 45))],
     "bedtime": [("brightness", (5, 25)), ("do_not_disturb", True), ("volume_alarm", (80, 100)), ("wifi", False)],
-    "drive": [("bluetooth", True), ("do_not_disturb", True), ("volume_media", (60, 90)), ("brightness", (75, 100))],
+    "drive": [("bluetooth", True), ("do_not_disturb", EITHER), ("volume_media", (60, 90)), ("brightness", (75, 100))],
     "cinema": [("mobile_data", False), ("do_not_disturb", True), ("volume_ring", (0, 0)), ("brightness", (5, 20))],
     "saver": [("battery_saver", True), ("flashlight", False), ("brightness", (10, 30)), ("bluetooth", False)],
 }
@@ -29,21 +30,23 @@ SPLITS = {"flight": "train", "meeting": "train", "drive": "train", "bedtime": "d
           "saver": "challenge"}
 
 
-def _kind(spec: Any) -> Any:
-    """What a change sets, as far as telling tasks apart goes: a switch's value, or any level."""
-    return "level" if isinstance(spec, tuple) else spec
+def _asks(spec: Any) -> tuple[Any, ...]:
+    """What a change can set, as far as telling tasks apart goes: a switch's value (or either), or any level."""
+    return ("level",) if isinstance(spec, tuple) else (True, False) if spec == EITHER else (spec,)
 
 
 @cache
-def orders(variant: str, count: int) -> tuple[tuple[int, ...], ...]:
-    """The orders (indices into the scenario) of ``count`` of ``variant``'s changes that no scenario of
-    another split could ask for too: a set of changes that fits inside another split's scenario (the same
-    switches the same way, levels of the same settings) is left out, so no task crosses a split however
-    its changes are ordered."""
+def orders(variant: str, count: int) -> tuple[tuple[tuple[int, Any], ...], ...]:
+    """The ways to ask for ``count`` of ``variant``'s changes that no scenario of another split could ask
+    for too: (index into the scenario, the switch's value or "level") per change, in the order asked. A
+    set of changes that fits inside another split's scenario (the same switches the same way, levels of
+    the same settings) is left out, so no task crosses a split however its changes are ordered."""
     changes = SCENARIOS[variant]
-    others = [{(name, _kind(spec)) for name, spec in SCENARIOS[v]} for v in SCENARIOS if SPLITS[v] != SPLITS[variant]]
-    return tuple(order for order in permutations(range(len(changes)), count)
-                 if not any({(changes[i][0], _kind(changes[i][1])) for i in order} <= other for other in others))
+    others = [{(name, kind) for name, spec in SCENARIOS[v] for kind in _asks(spec)}
+              for v in SCENARIOS if SPLITS[v] != SPLITS[variant]]
+    return tuple(asked for order in permutations(range(len(changes)), count)
+                 for asked in product(*[[(i, kind) for kind in _asks(changes[i][1])] for i in order])
+                 if not any({(changes[i][0], kind) for i, kind in asked} <= other for other in others))
 
 
 def action_for(setting: str, value: Any) -> Action:
@@ -67,21 +70,22 @@ class DeviceOrder(Family):
              "device_set_volume", "device_set_brightness", "device_set_battery_saver", "device_set_flashlight", "alarms_list", "alarms_create")
     splits = SPLITS
     knobs = {"horizon": "changes 2/3/4"}
-    # 1: a scenario's later changes came in an order of the seed's; 2: any of its changes in any order
-    revision = 2
+    # 1: a scenario's later changes came in an order of the seed's; 2: any of its changes in any order;
+    # 3: train scenarios ask for some switches on or off
+    revision = 3
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         changes, initial = [], {}
         # no fixed first change to learn a scenario by: the user's words are all that say which comes first
         possible = orders(variant, 1 + levels["horizon"])
-        for i in possible[rng.randrange(len(possible))]:
+        for i, kind in possible[rng.randrange(len(possible))]:
             setting, spec = SCENARIOS[variant][i]
-            if isinstance(spec, tuple):
+            if kind == "level":
                 value = rng.randint(*spec)
                 # start far enough away that the change is visible, inside 0..100
                 initial[setting] = value + 30 if value <= 50 else value - 30
             else:
-                value, initial[setting] = spec, not spec
+                value, initial[setting] = kind, not kind
             changes.append({"setting": setting, "value": value})
         if initial.get("wifi") is False and any(c["setting"] == "airplane_mode" for c in changes):
             initial["mobile_data"] = True  # so the phone is online before the flight

@@ -20,12 +20,14 @@ from generators.phone.world import DEFAULT_START, World
 from warehouse.contract import Action, Requirement, TaskSpec
 
 NOISE = {1: 4, 2: 8, 3: 14}
-VARIANTS = ("usual_coffee", "usual_alarm", "usual_restaurant", "usual_gym", "usual_playlist", "usual_brightness")
+VARIANTS = ("usual_coffee", "usual_alarm", "usual_restaurant", "usual_gym", "usual_playlist", "usual_brightness",
+            "usual_cafe")
 COFFEES = ["oat flat white", "double espresso", "iced latte", "cortado", "chai latte", "mocha with soy"]
 TIMES = ["06:15", "06:45", "07:00", "07:20", "05:50", "07:40"]
 RESTAURANTS = ["Noodle Bar", "Cafe Rio", "Trattoria Sole", "Green Curry House", "Taqueria Luna", "Sushi Go"]
 GYM_TIMES = ["18:00", "18:30", "07:30", "12:15", "19:00", "06:30"]
 PLAYLISTS = ["Deep Focus", "Lo-fi Study", "Rainy Jazz", "Piano Calm", "Forest Sounds", "Night Drive"]
+CAFES = ["Corner Beans", "Blue Door Cafe", "Kaffeehaus Mila", "The Roastery", "Bean & Leaf", "Cafe Nord"]
 BRIGHTNESS = ["25", "35", "45", "55", "75", "85"]  # never the phone's default (60), so doing nothing fails
 SPEC = {  # variant -> (memory type, key, values, the similar key)
     "usual_coffee": ("preference", "coffee order", COFFEES, "coffee beans"),
@@ -34,7 +36,10 @@ SPEC = {  # variant -> (memory type, key, values, the similar key)
     "usual_gym": ("routine", "gym session time", GYM_TIMES, "yoga class time"),
     "usual_playlist": ("preference", "focus playlist", PLAYLISTS, "running playlist"),
     "usual_brightness": ("preference", "reading brightness", BRIGHTNESS, "night brightness"),
+    "usual_cafe": ("preference", "favourite cafe", CAFES, "favourite bakery"),
 }
+PLACES = {"usual_restaurant": ("Dinner at {value}", ["19:00", "19:30", "20:00"]),  # the time comes from the user,
+          "usual_cafe": ("Coffee with {friend}", ["08:30", "10:00", "15:30"])}  # the place from memory
 
 
 class MemoryAct(Family):
@@ -45,13 +50,15 @@ class MemoryAct(Family):
     capability = "memory"
     tags = ("memory_recall",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
-    splits = {"usual_coffee": "train", "usual_alarm": "train", "usual_gym": "train", "usual_restaurant": "dev",
+    splits = {"usual_coffee": "train", "usual_alarm": "train", "usual_gym": "train", "usual_cafe": "train",
+              "usual_restaurant": "dev",
               "usual_playlist": "test", "usual_brightness": "challenge"}
     tools = ("memory_search", "memory_get", "memory_add", "memory_update", "contacts_search", "messages_send",
              "alarms_create", "alarms_list", "calendar_create_event", "calendar_list_events", "playlists_list",
              "media_play", "device_set_brightness")
     knobs = {"distractors": "1: a friend's record under the same key; 2: + the user's superseded value; "
                             "3: + a similar key", "noise": "rows 4/8/14"}
+    revision = 1  # 1: a second train variant (a seed draws from seven variants, not six)
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         mtype, key, values, similar = SPEC[variant]
@@ -64,7 +71,8 @@ class MemoryAct(Family):
         private = {"variant": variant, "type": mtype, "key": key, "value": value, "old_value": old,
                    "other": other, "other_value": other_value, "similar_key": similar, "similar_value": similar_value,
                    "friend": [f, la], "day": day, "user_facts": {}}
-        public = {"friend": f"{f} {la}", "day": day, "time": rng.choice(["19:00", "19:30", "20:00"])}
+        times = PLACES.get(variant, PLACES["usual_restaurant"])[1]
+        public = {"friend": f"{f} {la}", "day": day, "time": rng.choice(times)}
         return public, private
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
@@ -107,9 +115,10 @@ class MemoryAct(Family):
         if p["variant"] == "usual_brightness":
             return [recall, call("device_set_brightness", level=int(p["value"])),
                     finish(summary=f"Brightness set to {p['value']}.")]
-        return [recall, call("calendar_create_event", title=f"Dinner at {p['value']}", date=q["day"], start=q["time"],
-                             location=p["value"]),
-                finish(summary=f"Dinner at {p['value']} is in the calendar.")]
+        title = PLACES[p["variant"]][0].format(value=p["value"], friend=q["friend"])
+        where = "" if p["value"] in title else f" at {p['value']}"
+        return [recall, call("calendar_create_event", title=title, date=q["day"], start=q["time"], location=p["value"]),
+                finish(summary=f"{title}{where} is in the calendar.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p, q = task.private_params, task.public_params

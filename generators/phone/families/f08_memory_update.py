@@ -18,7 +18,7 @@ from generators.phone.families.memory_seed import plant
 from generators.phone.world import World
 from warehouse.contract import Action, Requirement, TaskSpec
 
-VARIANTS = ("correct_in_place", "switch_habit", "sync_alarm", "forget", "sync_event", "forget_alarm")
+VARIANTS = ("correct_in_place", "switch_habit", "sync_alarm", "forget", "sync_event", "forget_alarm", "sync_school_run")
 TIMES = ["06:15", "06:30", "06:45", "07:00", "07:15", "05:45"]
 SPEC = {  # variant -> (memory type, key, values, similar key)
     "correct_in_place": ("profile", "shoe size", ["41", "42", "43", "44", "45", "39"], "shirt size"),
@@ -31,8 +31,13 @@ SPEC = {  # variant -> (memory type, key, values, similar key)
                    "client call time"),
     "forget_alarm": ("routine", "medication time", ["08:00", "08:30", "12:00", "13:00", "20:00", "21:30"],
                      "vitamin time"),
+    "sync_school_run": ("routine", "school run time", ["07:40", "07:45", "08:00", "08:10", "08:15", "08:25"],
+                        "school pickup time"),
 }
-SYNCED = {"sync_alarm": "alarm_id", "sync_event": "event_id", "forget_alarm": "alarm_id"}  # what follows memory
+# what follows memory: the row's id among the facts, and the alarm's label (the one alarm moved or deleted)
+SYNCED = {"sync_alarm": "alarm_id", "sync_event": "event_id", "forget_alarm": "alarm_id", "sync_school_run": "alarm_id"}
+ALARMS = {"sync_alarm": ("Wake up", "Pills"), "forget_alarm": ("Medication", "Water the plants"),
+          "sync_school_run": ("School run", "Gym")}  # variant -> (its alarm, one the user keeps)
 
 
 def _half_hour_later(hhmm: str) -> str:
@@ -48,13 +53,15 @@ class MemoryUpdate(Family):
     capability = "memory"
     tags = ("memory_write",)
     templates = tuple(f"{v}.{w}" for v in VARIANTS for w in ("direct", "casual", "terse"))
-    splits = {"correct_in_place": "train", "switch_habit": "train", "sync_event": "train", "sync_alarm": "dev",
+    splits = {"correct_in_place": "train", "switch_habit": "train", "sync_event": "train", "sync_school_run": "train",
+              "sync_alarm": "dev",
               "forget": "test", "forget_alarm": "challenge"}
     tools = ("memory_search", "memory_get", "memory_add", "memory_update", "memory_delete", "memory_list_intents",
              "alarms_list", "alarms_update", "alarms_create", "alarms_delete", "calendar_list_events",
              "calendar_update_event")
     knobs = {"distractors": "1: a friend's record under the same key; 2: + the user's superseded value; "
                             "3: + a similar key"}
+    revision = 1  # 1: a second train variant (a seed draws from seven variants, not six)
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         mtype, key, values, similar = SPEC[variant]
@@ -70,12 +77,10 @@ class MemoryUpdate(Family):
         plant(world, rng, type=p["type"], key=p["key"], value=p["value"], old_value=p["old_value"], other=p["other"],
               other_value=p["other_value"], similar_key=p["similar_key"], similar_value=p["similar_value"],
               level=self.level(task, "distractors"))
-        if p["variant"] == "sync_alarm":
-            add_alarm(world, p["value"], "Wake up")
-            add_alarm(world, p["other_value"], "Pills")
-        if p["variant"] == "forget_alarm":  # the medication alarm, and one the user keeps
-            add_alarm(world, p["value"], "Medication")
-            add_alarm(world, p["other_value"], "Water the plants")
+        if p["variant"] in ALARMS:  # the alarm set from the routine, and one the user keeps
+            mine, kept = ALARMS[p["variant"]]
+            add_alarm(world, p["value"], mine)
+            add_alarm(world, p["other_value"], kept)
         if p["variant"] == "sync_event":  # next Monday's call and another meeting
             add_event(world, "Team call", "2026-03-09", p["value"], _half_hour_later(p["value"]))
             add_event(world, "Client call", "2026-03-10", p["similar_value"], _half_hour_later(p["similar_value"]))
@@ -86,8 +91,8 @@ class MemoryUpdate(Family):
         target = next(r["id"] for r in rows if r["key"] == p["key"] and r["subject"] == "user"
                       and r["status"] == "active")
         out = {"memory_id": target}
-        label = {"sync_alarm": "Wake up", "forget_alarm": "Medication"}.get(p["variant"])
-        if label:
+        if p["variant"] in ALARMS:
+            label = ALARMS[p["variant"]][0]
             out["alarm_id"] = next(r["id"] for r in world.table("alarms").rows.values() if r["label"] == label)
         if p["variant"] == "sync_event":
             out["event_id"] = next(r["id"] for r in world.table("events").rows.values() if r["title"] == "Team call")
@@ -112,9 +117,10 @@ class MemoryUpdate(Family):
                     call("calendar_list_events", query="Team call"),
                     call("calendar_update_event", event_id=p["event_id"], start=p["new_value"]),
                     finish(summary=f"Team call moved to {p['new_value']}, in memory and in the calendar.")]
+        what = "School run" if p["variant"] == "sync_school_run" else "Wake-up time"
         return [look, call("memory_update", memory_id=p["memory_id"], value=p["new_value"], keep_history=True),
                 call("alarms_list"), call("alarms_update", alarm_id=p["alarm_id"], time=p["new_value"]),
-                finish(summary=f"Wake-up time and alarm moved to {p['new_value']}.")]
+                finish(summary=f"{what} and its alarm moved to {p['new_value']}.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         p = task.private_params
@@ -123,6 +129,7 @@ class MemoryUpdate(Family):
             "correct_in_place": {"updated": [{"id": p["memory_id"], "fields": {"value": p["new_value"]}}]},
             "switch_habit": {"superseded": [{"id": p["memory_id"], "fields": new}]},
             "sync_alarm": {"superseded": [{"id": p["memory_id"], "fields": new}]},
+            "sync_school_run": {"superseded": [{"id": p["memory_id"], "fields": new}]},
             "sync_event": {"superseded": [{"id": p["memory_id"], "fields": new}]},
             "forget": {"deleted": [p["memory_id"]]},
             "forget_alarm": {"deleted": [p["memory_id"]]},
@@ -130,9 +137,10 @@ class MemoryUpdate(Family):
         reqs = [Requirement(id="memory_changed", kind="memory_diff", weight=2.0, dimension="memory", params=diff,
                             description="memory changed exactly as asked (in place, superseded or deleted)")]
         allow = [{"table": "memories"}]
+        alarm_moved = ("alarms", "alarms_update", {"updated": [{"key": p.get("alarm_id"), "fields": {"time": p["new_value"]}}]})
         synced = {  # variant -> (table, the write that follows memory, what it changes)
-            "sync_alarm": ("alarms", "alarms_update", {"updated": [{"key": p.get("alarm_id"),
-                                                                    "fields": {"time": p["new_value"]}}]}),
+            "sync_alarm": alarm_moved,
+            "sync_school_run": alarm_moved,
             "sync_event": ("events", "calendar_update_event", {"updated": [{"key": p.get("event_id"),
                                                                             "fields": {"start": p["new_value"]}}]}),
             "forget_alarm": ("alarms", "alarms_delete", {"removed": [p.get("alarm_id")]}),
