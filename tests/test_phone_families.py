@@ -112,6 +112,11 @@ def test_device_changes_come_in_many_orders_and_no_task_crosses_a_split():
     assert all(len(o) >= 8 and len({c[0] for c in o}) >= 2 for o in orders.values()), orders
     crossing = {c: splits for c, splits in asked.items() if len(splits) > 1}
     assert not crossing
+    # nor in another order: the same changes asked for in two splits are the same task to a model
+    by_set: dict[frozenset, set[str]] = {}
+    for c, splits in asked.items():
+        by_set.setdefault(frozenset(c), set()).update(splits)
+    assert not {c: splits for c, splits in by_set.items() if len(splits) > 1}
     # train asks for some switches on and for the same switches off: only the words say which
     trained = {(setting, value) for c, splits in asked.items() if "train" in splits for setting, value in c}
     assert {s for s in ("do_not_disturb", "wifi", "bluetooth") if {(s, True), (s, False)} <= trained} == {
