@@ -7,6 +7,7 @@ import pytest
 from generators.phone.env import PhoneEnv
 from generators.phone.families import FAMILIES, UnknownFamilyError, get_family, split_for_template
 from generators.phone.families.base import finish
+from generators.phone.tools import TOOLS
 from generators.writers import TemplateWriter
 from warehouse.contract import TaskSpec
 from warehouse.ids import task_id
@@ -126,11 +127,19 @@ def test_device_changes_come_in_many_orders_and_no_task_crosses_a_split():
 @pytest.mark.parametrize("fid", ["F03", "F07", "F08"])
 def test_a_dev_variant_needs_no_tool_its_train_variants_never_call(fid):
     """Dev asks a model to carry what it learned to a held-out variant (the real learner's bench): the
-    variant is new, its tools are not. F08's dev alarm sync has a train alarm sync of another routine."""
+    variant is new, its tools are not, nor the values it picks from a tool's list (F03's bedtime sets the
+    alarm volume: the nap sets it in train). F08's dev alarm sync has a train alarm sync of another routine."""
     family = get_family(fid)
-    called: dict[str, set[str]] = {"train": set(), "dev": set()}
+    called: dict[str, set[tuple]] = {"train": set(), "dev": set()}
     for seed in range(200):
         task = family.make_task(seed, 1 + seed % 3)
         if task.split in called:
-            called[task.split] |= {a.tool for a in family.reference_actions(task)}
+            called[task.split] |= {_call_shape(a) for a in family.reference_actions(task)}
     assert called["dev"] and not called["dev"] - called["train"]
+
+
+def _call_shape(action) -> tuple:
+    """A call as far as a model must have seen it written: its tool and the values it picks from a list."""
+    schema = TOOLS[action.tool].parameters["properties"] if action.tool in TOOLS else {}
+    return (action.tool, *sorted((name, value) for name, value in (action.arguments or {}).items()
+                                 if "enum" in schema.get(name, {})))
