@@ -124,14 +124,16 @@ def test_device_changes_come_in_many_orders_and_no_task_crosses_a_split():
         "do_not_disturb", "wifi", "bluetooth"}
 
 
-@pytest.mark.parametrize("fid", ["F03", "F07", "F08"])
+@pytest.mark.parametrize("fid", ["F01", "F03", "F07", "F08"])
 def test_a_dev_variant_needs_no_tool_its_train_variants_never_call(fid):
     """Dev asks a model to carry what it learned to a held-out variant (the real learner's bench): the
     variant is new, its tools are not, nor the values it picks from a tool's list (F03's bedtime sets the
-    alarm volume: the nap sets it in train). F08's dev alarm sync has a train alarm sync of another routine."""
+    alarm volume: the nap sets it in train). F08's dev alarm sync has a train alarm sync of another routine;
+    F01's dev to-do and mail chores have two-row chores in train, its dev playlist a song added and an
+    empty playlist made."""
     family = get_family(fid)
     called: dict[str, set[tuple]] = {"train": set(), "dev": set()}
-    for seed in range(200):
+    for seed in range(400):
         task = family.make_task(seed, 1 + seed % 3)
         if task.split in called:
             called[task.split] |= {_call_shape(a) for a in family.reference_actions(task)}
@@ -143,3 +145,23 @@ def _call_shape(action) -> tuple:
     schema = TOOLS[action.tool].parameters["properties"] if action.tool in TOOLS else {}
     return (action.tool, *sorted((name, value) for name, value in (action.arguments or {}).items()
                                  if "enum" in schema.get(name, {})))
+
+
+@pytest.mark.parametrize("variant", ["complete_two_todos", "archive_two_mails"])
+def test_a_two_row_chore_needs_both_rows_and_only_them(variant):
+    """F01's two-row chores (train) change both rows asked for, in the order asked: one of them, a decoy
+    for the second or the other order fails."""
+    family = get_family("F01")
+    tasks = [t for seed in range(400) for t in [family.make_task(seed, 1 + seed % 3)]
+             if t.template.startswith(variant + ".")][:6]
+    assert tasks
+    for task in tasks:
+        calls = [a for a in family.reference_actions(task) if a.kind == "tool_call"]
+        assert len({a.tool for a in calls}) == 2 and len(calls) == 4, calls
+        assert run(task, [*calls, finish()])[0][1], task.task_id
+        assert not run(task, [*calls[2:], *calls[:2], finish()])[0][1], task.task_id
+        assert not run(task, [*calls[:2], finish()])[0][1], task.task_id
+        decoy = calls[3].model_copy(deep=True)
+        id_arg = next(iter(decoy.arguments))
+        decoy.arguments[id_arg] = task.private_params["decoy_ids"][0]
+        assert not run(task, [*calls[:3], decoy, finish()])[0][1], task.task_id

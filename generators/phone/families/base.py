@@ -25,7 +25,8 @@ from warehouse.ids import digest, task_id
 
 WORDINGS = ("direct", "casual", "terse")  # how every variant is worded
 
-GENERATOR_VERSION = "0.5"  # 0.3: splits by variant, challenge split; 0.4: F03 revision 2; 0.5: F07, F08 train variants
+GENERATOR_VERSION = "0.6"  # 0.3: splits by variant, challenge split; 0.4: F03 revision 2; 0.5: F07, F08 train
+# variants; 0.6: F03 revision 4 (nap), F01 revision 1 (train variants calling its dev variants' tools)
 MAX_STEPS = 15  # MobilePA-Bench caps a task at 15 steps
 TOOLS_PER_TASK = 15  # and offers about 15 candidate tools
 MIN_TOOLS = 10  # never so few that the right tool is obvious

@@ -369,5 +369,65 @@ class RemoveSong(Variant):
         return out
 
 
+class AddSong(Variant):
+    """Add one song to the end of a seeded playlist (the song is not in it yet)."""
+
+    name = "add_song"
+    tools = ("playlists_list", "media_search", "playlists_add_track", "playlists_remove_track", "playlists_create")
+
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
+        return {"playlist": rng.choice(["Morning mix", "Workout"]), "song": rng.choice(media.LIBRARY)[0]}, {
+            "user_facts": {}}
+
+    def _rows(self, task: TaskSpec, world: World) -> tuple[dict[str, Any], str]:
+        q = task.public_params
+        row = next(r for r in world.table("playlists").rows.values() if r["name"] == q["playlist"])
+        return row, next(k for k, r in world.table("tracks").rows.items() if r["title"] == q["song"])
+
+    def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
+        row, track = self._rows(task, world)  # the seeded playlist may hold the song already: not any more
+        row["tracks"] = [t for t in row["tracks"] if t != track]
+
+    def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
+        row, track = self._rows(task, world)
+        return {"playlist_id": row["id"], "track_id": track, "tracks_after": [*row["tracks"], track]}
+
+    def solve(self, task: TaskSpec) -> list[Action]:
+        p, q = task.private_params, task.public_params
+        return [call("playlists_list"), call("media_search", query=q["song"]),
+                call("playlists_add_track", playlist_id=p["playlist_id"], track_id=p["track_id"]),
+                finish(summary=f"Added {q['song']} to {q['playlist']}.")]
+
+    def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
+        p = task.private_params
+        return [
+            Requirement(id="added", kind="state_diff", weight=2.0, description="the song is at the end of the playlist",
+                        params={"table": "playlists", "match": "exact",
+                                "updated": [{"key": p["playlist_id"], "fields": {"tracks": p["tracks_after"]}}]}),
+            Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, description="one playlist",
+                        params={"allow": [{"table": "playlists", "keys": [p["playlist_id"]]}]}),
+        ]
+
+
+class NewPlaylist(Variant):
+    """Create one empty playlist."""
+
+    name = "new_playlist"
+    tools = ("playlists_create", "playlists_list", "playlists_add_track", "media_play")
+
+    def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
+        return {"name": rng.choice(PLAYLIST_NAMES)}, {"user_facts": {}}
+
+    def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
+        pass  # the library and two playlists are seeded with the media app
+
+    def solve(self, task: TaskSpec) -> list[Action]:
+        name = task.public_params["name"]
+        return [call("playlists_create", name=name), finish(summary=f"Made an empty playlist, {name}.")]
+
+    def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
+        return _one_added("playlists", {"name": task.public_params["name"], "tracks": []}, {"name": "normalised"})
+
+
 VARIANTS = (SetTimer(), BuildPlaylist(), OrderProduct(), AddAlarm(), AddTodo(), SendMail(), PlayPlaylist(),
-            SetMode(), PauseMusic(), RemoveSong(), *f01_chores.VARIANTS)
+            SetMode(), PauseMusic(), RemoveSong(), *f01_chores.VARIANTS, AddSong(), NewPlaylist())

@@ -143,16 +143,20 @@ CHORES = (
 
 
 class ChoreVariant(Variant):
-    """Runs one ``Chore``: find the row by its label among others, then remove or change only it."""
+    """Runs one ``Chore``: find the row by its label among others, then remove or change only it
+    (``rows=2``: two rows named by their labels, each found and changed in the order asked: a task
+    with two writes holds their order, or the generation gate's swapped reference would pass)."""
 
-    def __init__(self, chore: Chore):
-        self.chore, self.name, self.tools = chore, chore.name, (chore.write, *chore.neighbours)
+    def __init__(self, chore: Chore, rows: int = 1, name: str = ""):
+        self.chore, self.rows, self.name = chore, rows, name or chore.name
+        self.tools = (chore.write, *chore.neighbours)
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
         c = self.chore
-        labels = rng.sample(c.labels, 1 + 2 * levels["noise"] if len(c.labels) > 2 * levels["noise"] else len(c.labels))
+        labels = rng.sample(c.labels, min(self.rows + 2 * levels["noise"], len(c.labels)))
         change = c.change(rng) if c.change else {}
-        return {"label": labels[0], **change}, {"labels": labels, "change": change, "user_facts": {}}
+        public = {"label": labels[0], **({"second": labels[1]} if self.rows == 2 else {}), **change}
+        return public, {"labels": labels, "change": change, "user_facts": {}}
 
     def populate(self, world: World, rng: random.Random, task: TaskSpec) -> None:
         c, labels = self.chore, list(task.private_params["labels"])
@@ -167,28 +171,41 @@ class ChoreVariant(Variant):
         field = {"timers": "label", "alarms": "label", "notes": "title", "todos": "title", "files": "name",
                  "trips": "city", "events": "title", "mails": "subject", "messages": "text"}[c.table]
         ids = {r[field]: k for k, r in world.table(c.table).rows.items() if r[field] in p["labels"]}
-        return {"target_id": ids[p["labels"][0]], "decoy_ids": sorted(ids[lab] for lab in p["labels"][1:])}
+        targets = {"target_ids": [ids[lab] for lab in p["labels"][:2]]} if self.rows == 2 else {}
+        return {"target_id": ids[p["labels"][0]], **targets,
+                "decoy_ids": sorted(ids[lab] for lab in p["labels"][self.rows:])}
+
+    def _targets(self, task: TaskSpec) -> list[tuple[str, str]]:
+        """(label, row id) of each row to change, in the order asked."""
+        p = task.private_params
+        return list(zip(p["labels"], p.get("target_ids") or [p["target_id"]], strict=False))[: self.rows]
 
     def solve(self, task: TaskSpec) -> list[Action]:
         c, p = self.chore, task.private_params
-        return [c.look(task.public_params["label"]), call(c.write, **{c.id_arg: p["target_id"]}, **p["change"]),
-                finish(summary=f"Done: {task.public_params['label']}.")]
+        steps = [step for label, target in self._targets(task)
+                 for step in (c.look(label), call(c.write, **{c.id_arg: target}, **p["change"]))]
+        said = " and ".join(label for label, _ in self._targets(task))
+        return [*steps, finish(summary=f"Done: {said}.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         c, p = self.chore, task.private_params
+        targets = [target for _, target in self._targets(task)]
         if c.change is None and c.after is None:
-            want: dict[str, Any] = {"removed": [p["target_id"]]}
+            want: dict[str, Any] = {"removed": targets}
             op = "removed"
         else:
             fields = c.after(p["change"]) if c.after else p["change"]
-            want, op = {"updated": [{"key": p["target_id"], "fields": fields}]}, "updated"
+            want, op = {"updated": [{"key": target, "fields": fields} for target in targets]}, "updated"
         return [
             Requirement(id="target_changed", kind="state_diff", weight=2.0, description=f"the row is {op} as asked",
                         params={"table": c.table, **want}),
             Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, description="no other row changed",
-                        params={"allow": [{"table": c.table, "keys": [p["target_id"]], "ops": [op]}]}),
+                        params={"allow": [{"table": c.table, "keys": targets, "ops": [op]}]}),
         ] + [Requirement(id=f"spare_{d}", kind="forbidden", noop_passes=True, description=f"never touch {d}",
-                         params={"tool": c.write, "arguments": {c.id_arg: d}}) for d in p["decoy_ids"]]
+                         params={"tool": c.write, "arguments": {c.id_arg: d}}) for d in p["decoy_ids"]] + (
+            [Requirement(id="in_order", kind="order", description="the rows were changed in the order asked",
+                         params={"sequence": [{"tool": a.tool, "arguments": a.arguments} for a in self.solve(task)
+                                              if a.tool == c.write]})] if self.rows > 1 else [])
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         out = [a.model_copy(deep=True) for a in actions]  # the row next to it in the list
@@ -196,4 +213,7 @@ class ChoreVariant(Variant):
         return out
 
 
-VARIANTS = tuple(ChoreVariant(c) for c in CHORES)
+BY_NAME = {c.name: c for c in CHORES}
+# two rows of a chore whose one-row variant is held out: its tools are trained, the variant is not
+PAIRS = (("complete_two_todos", "complete_todo"), ("archive_two_mails", "archive_mail"))
+VARIANTS = (*(ChoreVariant(c) for c in CHORES), *(ChoreVariant(BY_NAME[one], 2, name) for name, one in PAIRS))

@@ -33,8 +33,11 @@ class ContactCrud(Family):
               "delete_note": "train", "edit_note": "train", "delete_file": "train", "cancel_trip": "train",
               "cancel_event": "train", "delete_text": "train", "build_playlist": "dev", "complete_todo": "dev",
               "create_contact": "test", "move_file": "test", "set_mode": "test", "archive_mail": "dev",
-              "move_event": "test", "order_product": "challenge"}
+              "move_event": "test", "order_product": "challenge", "complete_two_todos": "train",
+              "archive_two_mails": "train", "add_song": "train", "new_playlist": "train"}
     apart = f01_apps.VARIANTS  # the variants that put other apps to work
+    # 1: two-row chores, a song added and an empty playlist made (train) call the held-out variants' tools
+    revision = 1
     knobs = {"noise": "noise contacts 8/18/35", "decoys": "near-duplicate names 1/2/3; from 2 a company to match too"}
 
     def sample_params(self, rng: random.Random, variant: str, levels: dict[str, int]) -> tuple[dict, dict]:
