@@ -243,7 +243,9 @@ def test_an_episode_cut_off_again_is_kept_only_when_cut_off_at_the_same_step(tmp
     store = Store(tmp_path / "d")
     with store.session() as s:
         rnd = state.open_round(session=s, requested_episodes=1, seed=1, plan={})
-    full = run_episode(FAMILIES["F01"].make_task(0), ScriptedPolicy(seed=1, error_rates={}), rollout=0,
+    family = FAMILIES["F01"]  # a task of three steps or more, whichever variant a seed gives
+    task = next(t for t in map(family.make_task, range(50)) if len(family.reference_actions(t)) >= 3)
+    full = run_episode(task, ScriptedPolicy(seed=1, error_rates={}), rollout=0,
                        round_id=rnd.id, batch_id="b", created_at=datetime.now(UTC))
     assert len(full.steps) >= 3
 
