@@ -34,6 +34,18 @@ def _one_added(table: str, fields: dict[str, Any], field_match: dict[str, str] |
     ]
 
 
+def _one_playlist_is(task: TaskSpec, rid: str, description: str) -> list[Requirement]:
+    """The playlist holds exactly ``tracks_after`` in order, and no other playlist changed."""
+    p = task.private_params
+    return [
+        Requirement(id=rid, kind="state_diff", weight=2.0, description=description,
+                    params={"table": "playlists", "match": "exact",
+                            "updated": [{"key": p["playlist_id"], "fields": {"tracks": p["tracks_after"]}}]}),
+        Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, description="one playlist",
+                    params={"allow": [{"table": "playlists", "keys": [p["playlist_id"]]}]}),
+    ]
+
+
 class SetTimer(Variant):
     name = "set_timer"
     tools = ("timers_start", "timers_list", "timers_cancel", "alarms_create", "alarms_list")
@@ -354,14 +366,7 @@ class RemoveSong(Variant):
                                              track_id=p["track_id"]), finish(summary=f"Removed {task.public_params['song']}.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
-        p = task.private_params
-        return [
-            Requirement(id="removed", kind="state_diff", weight=2.0, description="only that song left the playlist",
-                        params={"table": "playlists", "match": "exact",
-                                "updated": [{"key": p["playlist_id"], "fields": {"tracks": p["tracks_after"]}}]}),
-            Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, description="one playlist",
-                        params={"allow": [{"table": "playlists", "keys": [p["playlist_id"]]}]}),
-        ]
+        return _one_playlist_is(task, "removed", "only that song left the playlist")
 
     def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
         out = [a.model_copy(deep=True) for a in actions]  # the song next to it
@@ -399,14 +404,7 @@ class AddSong(Variant):
                 finish(summary=f"Added {q['song']} to {q['playlist']}.")]
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
-        p = task.private_params
-        return [
-            Requirement(id="added", kind="state_diff", weight=2.0, description="the song is at the end of the playlist",
-                        params={"table": "playlists", "match": "exact",
-                                "updated": [{"key": p["playlist_id"], "fields": {"tracks": p["tracks_after"]}}]}),
-            Requirement(id="no_collateral", kind="allowed_changes", noop_passes=True, description="one playlist",
-                        params={"allow": [{"table": "playlists", "keys": [p["playlist_id"]]}]}),
-        ]
+        return _one_playlist_is(task, "added", "the song is at the end of the playlist")
 
 
 class NewPlaylist(Variant):
