@@ -256,9 +256,12 @@ def plan_data(planned: Planned, plan) -> dict[str, Any]:
     batch, competence = planned.batch, planned.competence
     levels: dict[str, int] = {}
     episodes: dict[str, int] = {}
+    by_variant: dict[str, Counter] = {}  # a reference demonstration is of any variant: not counted
     for slot in plan.slots:
         levels.setdefault(slot.family, slot.difficulty)
         episodes[slot.family] = episodes.get(slot.family, 0) + slot.rollouts
+        if len(slot.variants) == 1:
+            by_variant.setdefault(slot.family, Counter())[slot.variants[0]] += slot.rollouts
     return {
         "feedback_batch": batch,
         "source": plan.source,
@@ -276,6 +279,7 @@ def plan_data(planned: Planned, plan) -> dict[str, Any]:
              "reason": plan.reasons.get(f, ""), "competence": plan.competence.get(f, ""),
              "curriculum": plan.curricula.get(f, {}).get("kind", ""),
              "variants": plan.curricula.get(f, {}).get("variants", []),
+             "episodes_by_variant": dict(sorted(by_variant.get(f, {}).items())),
              "reference_episodes": plan.demonstrations.get(f, {}).get("episodes", 0),
              "reference_reason": plan.demonstrations.get(f, {}).get("reason", "")}
             for f, w in sorted(plan.weights.items())

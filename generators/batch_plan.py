@@ -10,9 +10,12 @@ family's reference solution followed exactly) rather than the round's policy.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 
+from generators.phone.families import FAMILIES
 from warehouse.contract import REFERENCE_POLICY
 
 
@@ -106,12 +109,13 @@ def plan_round(
     order = _interleave(counts)
     slots: list[TaskSlot] = []
     left = episodes
+    turns = {f: _variant_turns(f, (curricula or {}).get(f, {}).get("variants"), splits or [], seed) for f in families}
     for i, fam in enumerate(order):
         k = min(rollouts, left)
         level = (difficulties or {}).get(fam, difficulty)
         cur = (curricula or {}).get(fam, {})
         slots.append(TaskSlot(family=fam, difficulty=level, seed=seed + i, rollouts=k,
-                              variants=list(cur.get("variants", [])), curriculum=str(cur.get("kind", "")),
+                              variants=[v for v in [next(turns[fam], "")] if v], curriculum=str(cur.get("kind", "")),
                               splits=list(splits or [])))
         left -= k
     failing = [f for f in families if (curricula or {}).get(f, {}).get("kind") == "failure"]
@@ -172,6 +176,21 @@ def with_demonstrations(slots: list[TaskSlot], families: list[str], share: float
             f"{share:.0%}): the family's reference solution followed exactly, to show what the model fails at; "
             "never paired or measured as the model's, trained on only when people approve")}
     return [s for s in out if s.rollouts > 0] + extra, notes
+
+
+def _variant_turns(family: str, variants: list[str] | None, splits: list[str], seed: int) -> Iterator[str]:
+    """The variant of each of a family's slots in turn: round-robin over ``variants`` (a curriculum's), else
+    over every variant of the family with a template of ``splits`` (any split when empty), from a place the
+    round's ``seed`` picks, so every variant gets its share of a round rather than what the seeds happen to
+    draw, and a round smaller than the family starts where the last one did not. Nothing for a family
+    the registry does not know."""
+    if not variants:
+        known = FAMILIES.get(family)
+        variants = known.variants(splits) if known is not None else []
+    if not variants:
+        return iter(())
+    start = seed % len(variants)
+    return itertools.cycle(variants[start:] + variants[:start])
 
 
 def _largest_remainder(quotas: dict[str, float], n: int) -> dict[str, int]:

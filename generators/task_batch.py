@@ -1,11 +1,13 @@
-"""Writing one planned task: seeds the gate rejects are replaced by the next seed, and a
-curriculum slot takes only its variants. Pure: a family and a slot in, a task out."""
+"""Writing one planned task: seeds the gate rejects are replaced by the next seed, and a slot
+takes only its variants and splits. Pure: a family and a slot in, a task out."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from generators.batch_plan import TaskSlot
 from generators.phone.families.base import Family
@@ -14,8 +16,7 @@ from generators.writers.template import TemplateWriter
 from warehouse.contract import TaskSpec, variant_of
 
 MAX_SEED_TRIES = 8  # gate rejections in a row before the family is reported broken
-MAX_VARIANT_SEEDS = 64  # seeds scanned for one of a curriculum's variants
-SPLIT_SEEDS = 1024  # seeds a slot of some splits only looks through (a split may be 1 template in 25)
+SEARCH_SEEDS = 1024  # seeds a slot of some variants or splits looks through (one may be 1 template in 25)
 SEED_STRIDE = 1_000_000_007  # between the seeds a slot tries
 
 
@@ -32,25 +33,45 @@ def seed_for(slot: TaskSlot, attempt: int) -> int:
 
 def slot_seeds(slot: TaskSlot) -> list[int]:
     """Every seed :func:`write_slot` may have written the slot's task from."""
-    return [seed_for(slot, a) for a in range(SPLIT_SEEDS if slot.splits else MAX_VARIANT_SEEDS + MAX_SEED_TRIES)]
+    return [seed_for(slot, a) for a in range(SEARCH_SEEDS if slot.splits or slot.variants else MAX_SEED_TRIES)]
 
 
-def seeds_to_try(family: Family, slot: TaskSlot) -> list[int]:
-    """The seeds :func:`write_slot` tries in order: the slot's own, or with ``slot.splits`` those of its first
-    SPLIT_SEEDS whose template is of one of the splits (told from the seed alone, no task made)."""
-    seeds = slot_seeds(slot)
-    if not slot.splits:
-        return seeds
-    wanted = set(slot.splits)
-    return [s for s in seeds if family.split_of(family.template_for(s)) in wanted][:MAX_VARIANT_SEEDS + MAX_SEED_TRIES]
+def seeds_to_try(family: Family, slot: TaskSlot) -> Iterator[int]:
+    """The seeds :func:`write_slot` tries, in order, told from the seed alone (no task made): of the slot's
+    seeds, those whose template is of one of ``slot.variants`` and of one of ``slot.splits`` (either
+    empty: any). When none of them is of the variants (a stale curriculum), those of the splits:
+    a variant never stops a round, and a held-out template never slips into one."""
+    splits, wanted = set(slot.splits), set(slot.variants)
+
+    def fits(seed: int, variants: set[str]) -> bool:
+        template = family.template_for(seed)
+        return (not splits or family.split_of(template) in splits) and (not variants or variant_of(template) in variants)
+
+    found = False
+    for seed in slot_seeds(slot):
+        if fits(seed, wanted):
+            found = True
+            yield seed
+    if wanted and not found:
+        yield from (seed for seed in slot_seeds(slot) if fits(seed, set()))
+
+
+def of_slots(seeds: np.ndarray, slots: Iterable[TaskSlot]) -> np.ndarray:
+    """Whether each of ``seeds`` is one a slot of ``slots`` may write from (a slot's seeds are its own
+    plus multiples of SEED_STRIDE, and the seeds of a round's slots are consecutive, so they never meet)."""
+    residues = np.fromiter(sorted({slot.seed % SEED_STRIDE for slot in slots}), dtype=np.int64)
+    return np.isin(np.mod(seeds.astype(np.int64), SEED_STRIDE), residues)
 
 
 def tasks_of_slots(slots: dict[int, TaskSlot], tasks: Iterable[TaskSpec]) -> dict[int, TaskSpec]:
-    """Slot index -> the first session written for that slot, found by family and seed (the seeds
-    of a round's slots never meet: they are the round's seed plus the slot's place)."""
-    index = {(slot.family, seed): i for i, slot in slots.items() for seed in slot_seeds(slot)}
-    found = ((index.get((t.family, t.seed)), t) for t in tasks if t.session == 1)
-    return {i: t for i, t in found if i is not None}
+    """Slot index -> the first session written for that slot, found by family and seed (see :func:`of_slots`)."""
+    index = {(slot.family, slot.seed % SEED_STRIDE): i for i, slot in slots.items()}
+    out: dict[int, TaskSpec] = {}
+    for task in tasks:
+        i = index.get((task.family, task.seed % SEED_STRIDE)) if task.session == 1 else None
+        if i is not None and 0 <= (task.seed - slots[i].seed) // SEED_STRIDE < len(slot_seeds(slots[i])):
+            out.setdefault(i, task)
+    return out
 
 
 def write_slots(slots: list[TaskSlot], families: Mapping[str, Family]) -> list[SlotResult]:
@@ -61,18 +82,9 @@ def write_slots(slots: list[TaskSlot], families: Mapping[str, Family]) -> list[S
 
 
 def write_slot(family: Family, slot: TaskSlot, writer: TemplateWriter | None = None) -> SlotResult:
-    """The slot's task, or ``task=None`` after MAX_SEED_TRIES gate rejections in a row.
-
-    With ``slot.variants`` set, seeds whose task is another variant are passed over (they are
-    not rejections); if none of the first MAX_VARIANT_SEEDS seeds gives one of them, any
-    variant is taken, so a stale curriculum never stops a round. With ``slot.splits`` set, only
-    seeds of those splits are tried (:func:`seeds_to_try`): a held-out template never slips into the round."""
-    wanted = set(slot.variants)
-    found = gated_tasks(
-        family, seeds_to_try(family, slot), slot.difficulty, writer,
-        passed_over=lambda attempt, task: bool(wanted) and attempt < MAX_VARIANT_SEEDS
-        and variant_of(task.template) not in wanted,
-        max_rejections=MAX_SEED_TRIES)
+    """The slot's task from the first of :func:`seeds_to_try` the generation gate keeps, or ``task=None``
+    after MAX_SEED_TRIES gate rejections in a row."""
+    found = gated_tasks(family, seeds_to_try(family, slot), slot.difficulty, writer, max_rejections=MAX_SEED_TRIES)
     return SlotResult(task=found.tasks[0] if found.tasks else None, tried=found.tried, rejections=found.rejections)
 
 

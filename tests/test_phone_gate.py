@@ -57,6 +57,17 @@ def test_every_family_is_kept_at_every_difficulty(fid):
     assert report["kept"] >= 8, report
 
 
+@pytest.mark.parametrize("fid", sorted(FAMILIES))
+def test_every_variant_is_kept_by_the_gate(fid):
+    """A round takes a family's variants in turn, so a variant the gate mostly rejects would stop it
+    (F01's song added was kept 1 time in 8: its wrong song was a playlist that did not exist)."""
+    family = get_family(fid)
+    for variant in family.variants():
+        seeds = [s for s in range(2000) if family.template_for(s).split(".")[0] == variant][:6]
+        reasons = [gate_reason(family, family.make_task(seed, 1 + i % 3)) for i, seed in enumerate(seeds)]
+        assert len(seeds) == 6 and sum(r is None for r in reasons) >= 5, (variant, reasons)
+
+
 def test_mutants_include_wrong_order_where_writes_can_be_swapped():
     family = get_family("F04")
     task = family.make_task(4, 1)

@@ -156,3 +156,31 @@ def test_a_round_of_train_variants_collects_every_planned_episode(tmp_path):
     firsts = store.duck([rnd.id]).execute(
         "SELECT e.split, count(*) FROM episodes e JOIN tasks t USING (task_id) WHERE t.session = 1 GROUP BY 1").fetchall()
     assert firsts == [("train", 30)]
+
+
+def test_a_round_gives_every_variant_of_a_family_its_share(tmp_path):
+    """75 episodes of F01's 22 train variants: each variant gets 3 or 4 tasks of its own (by seed alone,
+    some got none), and the plan says so per variant."""
+    from flows.planning import plan_data, planned_from
+
+    settings = load_settings(None, data_dir=tmp_path / "even", round={"episodes": 75, "rollouts": 1,
+                                                                       "families": ["F01"], "splits": ["train"]})
+    store = Store(tmp_path / "even")
+    plan = next_plan(store, settings, ["F01"], 1)
+    variants = families_module.FAMILIES["F01"].variants(["train"])
+    assert len(variants) == 22 and "add_song" in variants
+    tasks = [t for t in _tasks(tmp_path, "even", plan) if t.session == 1]
+    drawn = Counter(t.template.split(".")[0] for t in tasks)
+    assert set(drawn) == set(variants) and set(drawn.values()) == {3, 4}
+    assert [t.template.split(".")[0] for t in tasks] == [s.variants[0] for s in plan.slots]  # each slot's own
+    (mix,) = plan_data(planned_from(store, settings, ["F01"]), plan)["mix"]
+    assert mix["episodes_by_variant"] == dict(sorted(drawn.items()))
+    later = next_plan(store, settings, ["F01"], 2)  # the next round starts elsewhere in the turn
+    assert [s.variants for s in later.slots] != [s.variants for s in plan.slots]
+
+
+def test_a_curriculum_takes_its_variants_in_turn():
+    plan = plan_round(episodes=9, rollouts=1, families=["F08"], difficulty=1, seed=4,
+                      curricula={"F08": {"kind": "failure", "variants": ["switch_habit", "sync_event", "sync_school_run"]}})
+    tasks = _tasks_of(plan)
+    assert Counter(t.template.split(".")[0] for t in tasks) == {"switch_habit": 3, "sync_event": 3, "sync_school_run": 3}

@@ -16,7 +16,7 @@ from flows.stages.context import SettingsDoc, open_settings, open_store, run_log
 from generators.batch_plan import Plan, TaskSlot
 from generators.collect import later_sessions
 from generators.phone.families import get_family
-from generators.task_batch import MAX_SEED_TRIES, slot_seeds, tasks_of_slots, write_slots
+from generators.task_batch import MAX_SEED_TRIES, of_slots, slot_seeds, tasks_of_slots, write_slots
 from generators.writers.model_writer import word_with_model
 from generators.writers.template import TemplateWriter
 from warehouse import killpoints, state
@@ -86,9 +86,9 @@ def load_tasks(store: Store, round_id: str, slots: dict[int, TaskSlot]) -> dict[
     """The committed first sessions of ``slots`` (slot index -> slot), each found by the seeds its
     slot writes from: a shard converts only the tasks it runs, not every task of the round."""
     table = round_task_table(store, round_id)
-    seeds = pa.array(sorted({seed for slot in slots.values() for seed in slot_seeds(slot)}), pa.int64())
     # later sessions are not slots: they run with their first session
-    mask = pc.and_(pc.equal(table["session"], 1), pc.is_in(table["seed"], value_set=seeds))
+    seeds = of_slots(table["seed"].to_numpy(zero_copy_only=False), slots.values())
+    mask = pc.and_(pc.equal(table["session"], 1), pa.array(seeds))
     return tasks_of_slots(slots, records(table.filter(mask), "tasks"))
 
 

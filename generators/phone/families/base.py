@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
 from generators.phone.apps import install_all
@@ -171,6 +172,12 @@ class Family:
     def all_templates(self) -> tuple[str, ...]:
         """The family's templates, then each apart variant's (wordings direct, casual, terse)."""
         return self.templates + tuple(f"{v.name}.{w}" for v in self.apart for w in WORDINGS)
+
+    def variants(self, splits: Iterable[str] = ()) -> list[str]:
+        """The family's variants in the order of its templates; with ``splits``, those with a template of them."""
+        wanted = set(splits)
+        found = (variant_of(t) for t in self.all_templates() if not wanted or self.split_of(t) in wanted)
+        return list(dict.fromkeys(found))
 
     def split_of(self, template: str) -> Split:
         """The split of a template's variant (declared; a hash for an undeclared one)."""

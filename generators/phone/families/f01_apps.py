@@ -395,7 +395,8 @@ class AddSong(Variant):
 
     def facts(self, task: TaskSpec, world: World) -> dict[str, Any]:
         row, track = self._rows(task, world)
-        return {"playlist_id": row["id"], "track_id": track, "tracks_after": [*row["tracks"], track]}
+        others = [k for k in world.table("tracks").rows if k != track and k not in row["tracks"]]
+        return {"playlist_id": row["id"], "track_id": track, "tracks_after": [*row["tracks"], track], "others": others}
 
     def solve(self, task: TaskSpec) -> list[Action]:
         p, q = task.private_params, task.public_params
@@ -405,6 +406,11 @@ class AddSong(Variant):
 
     def requirements(self, task: TaskSpec, changes: list[dict[str, Any]]) -> list[Requirement]:
         return _one_playlist_is(task, "added", "the song is at the end of the playlist")
+
+    def wrong_argument(self, task: TaskSpec, actions: list[Action], rng: random.Random) -> list[Action]:
+        out = [a.model_copy(deep=True) for a in actions]  # another song of the library, not yet in the playlist
+        out[2].arguments["track_id"] = rng.choice(task.private_params["others"])
+        return out
 
 
 class NewPlaylist(Variant):
