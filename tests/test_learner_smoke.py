@@ -62,9 +62,12 @@ def export(tmp_path_factory) -> tuple[Path, str, str]:
     root = tmp_path_factory.mktemp("learner")
     store, _ = build_round(root / "data", episodes=16, rollouts=1, families=["F01", "F02"])
     train = [e for e in iter_records(store.duck(), "episodes") if e.split == "train"]
-    steps = {e: n for e, n in store.duck().execute(
-        "SELECT episode_id, count(*) FROM steps GROUP BY episode_id").fetchall()}
-    marked = next(e.episode_id for e in train if steps[e.episode_id] >= 3)
+    # steps, and whether each call is made once (a step marked wrong whose call the agent makes again later,
+    # as a two-row chore does, trains in that later turn: the test could not tell the masked one apart)
+    steps = {e: (n, once) for e, n, once in store.duck().execute(
+        "SELECT episode_id, count(*), count(*) = count(DISTINCT (action_tool, action_arguments)) "
+        "FROM steps GROUP BY episode_id").fetchall()}
+    marked = next(e.episode_id for e in train if steps[e.episode_id][0] >= 3 and steps[e.episode_id][1])
     export_rows(store, root / "export", "trl", approve(store, {marked: 1}))
     return root / "export", marked, str(root / "data")
 
@@ -94,8 +97,9 @@ def test_a_masked_turn_and_tool_results_carry_no_loss_and_the_agents_own_turns_d
                 assert not m["content"] or m["content"] not in trained
         for call in _calls(row["prompt"]):
             assert call not in trained or call in completion_calls
-        if row["metadata"]["episode_id"] == marked and row["metadata"]["masked_steps"]:
-            seen_masked = True
+        meta = row["metadata"]
+        if meta["episode_id"] == marked and any(m < min(meta["steps"]) for m in meta["masked_steps"]):
+            seen_masked = True  # a row whose prompt holds the masked turn (the row before it does not)
             masked = [c for c in _calls(row["prompt"]) if c not in completion_calls]
             assert masked and not any(c in trained for c in masked)
     assert seen_masked, (marked, [(r["metadata"]["episode_id"], r["metadata"]["masked_steps"]) for r in rows]) or "the marked episode's masked turn reached no trained row"
